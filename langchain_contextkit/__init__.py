@@ -1,0 +1,41 @@
+"""Context engineering for LangChain and LangGraph.
+
+Decide what enters a model's window, keep it inside one explicit token ledger, and
+compact what overflows. Everything public is importable from the package root.
+"""
+
+from langchain_contextkit._version import __version__
+from langchain_contextkit.errors import (
+    ConfigError,
+    ContextKitError,
+    ContextWindowExceeded,
+    TokenizerUnavailableError,
+)
+from langchain_contextkit.mmr import RetrievalResult, mmr_select
+from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
+from langchain_contextkit.tokens import (
+    DEFAULT_IMAGE_TOKENS,
+    TiktokenCounter,
+    TokenCounter,
+    count_message_tokens,
+    count_tokens,
+    tiktoken_counter,
+)
+
+__all__ = [
+    "DEFAULT_IMAGE_TOKENS",
+    "ConfigError",
+    "ContextKitError",
+    "ContextWindowExceeded",
+    "PromptRegistry",
+    "RetrievalResult",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TokenizerUnavailableError",
+    "__version__",
+    "count_message_tokens",
+    "count_tokens",
+    "mmr_select",
+    "tiktoken_counter",
+    "with_data_boundary",
+]

@@ -1,0 +1,57 @@
+"""Errors raised by langchain-contextkit.
+
+Every error this library raises on purpose derives from one base class, so callers
+can catch the whole family at once:
+
+```
+ContextKitError                 base of everything below
+├── ConfigError                 (also a ValueError) a bad argument or configuration value
+├── TokenizerUnavailableError   a tiktoken encoding could not be loaded offline
+└── ContextWindowExceeded       what must be kept does not fit the token budget
+```
+
+`ConfigError` also subclasses `ValueError`, so code that already guards against
+`ValueError` keeps working. Errors meant for a *model* to read (a tool called with a
+bad argument) are `langchain_core.tools.ToolException` subclasses and live beside
+their tools.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "ContextKitError",
+    "ContextWindowExceeded",
+    "TokenizerUnavailableError",
+]
+
+
+class ContextKitError(Exception):
+    """Base class of every error raised on purpose by langchain-contextkit."""
+
+
+class ConfigError(ContextKitError, ValueError):
+    """An argument or configuration value is out of range or inconsistent."""
+
+
+class TokenizerUnavailableError(ContextKitError):
+    """A tokenizer (for example a tiktoken encoding) cannot be loaded on this machine."""
+
+
+class ContextWindowExceeded(ContextKitError):  # noqa: N818 - name fixed by the specification
+    """What must be kept verbatim already exceeds the token budget.
+
+    Raised instead of silently truncating: the caller decides what to drop.
+    """
+
+    def __init__(self, message: str, *, required: int, budget: int) -> None:
+        """Record how many tokens were required and how many the budget allowed.
+
+        Args:
+            message: Human-readable explanation.
+            required: Tokens that must be kept.
+            budget: Tokens the budget allows.
+        """
+        super().__init__(message)
+        self.required = required
+        self.budget = budget

