@@ -21,7 +21,6 @@ import math
 import re
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from langchain_core.messages import HumanMessage
@@ -29,11 +28,18 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import CATEGORIES, load_corpus  # noqa: E402
+from typing import TYPE_CHECKING
 
-from langchain_contextkit import count_tokens, tiktoken_counter  # noqa: E402
+from corpus import CATEGORIES, load_corpus
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]")
+from langchain_contextkit import count_tokens, tiktoken_counter
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+_CJK = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]"
+)
 REQUIRED = [c for c in CATEGORIES if c != "cyrillic/greek"]  # the extra category is reported only
 
 
@@ -47,7 +53,9 @@ def langchain_approx(text: str) -> int:
     return count_tokens_approximately([HumanMessage(text)], extra_tokens_per_message=0)
 
 
-def errors(counter: Callable[[str], int], docs: list[str], truth: list[int]) -> tuple[float, float, float]:
+def errors(
+    counter: Callable[[str], int], docs: list[str], truth: list[int]
+) -> tuple[float, float, float]:
     rel = [(counter(d) - t) / t for d, t in zip(docs, truth, strict=True)]
     return (
         100 * sum(abs(r) for r in rel) / len(rel),
@@ -117,7 +125,9 @@ def main() -> int:
     print()
     print(f"speed on {len(docs)} documents, {chars:,} characters (best of {repeats}):")
     print(f"  count_tokens             {ours * 1e3:8.1f} ms  {chars / ours / 1e6:7.1f} M chars/s")
-    print(f"  tiktoken encode_ordinary {theirs * 1e3:8.1f} ms  {chars / theirs / 1e6:7.1f} M chars/s")
+    print(
+        f"  tiktoken encode_ordinary {theirs * 1e3:8.1f} ms  {chars / theirs / 1e6:7.1f} M chars/s"
+    )
     print(f"  ratio                    {ratio:8.1f}x (target >= 5x)")
     if ratio < 5:
         failures.append(f"speed: {ratio:.1f}x < 5x tiktoken")

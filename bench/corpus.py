@@ -17,8 +17,11 @@ import json
 import re
 import sys
 import sysconfig
-from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
 
 _DOC_CHARS = 2_000
 _MAX_DOCS = 60
@@ -124,7 +127,10 @@ def chinese_prose() -> list[str]:
 def mixed_technical() -> list[str]:
     texts = [_read(seed) for seed in sorted(_SEEDS.glob("0*.txt"))]
     return _take(
-        c for t in texts for c in _chunks(t) if 0.1 < _cjk_share(c) < 0.6 and re.search(r"[(){}=]", c)
+        c
+        for t in texts
+        for c in _chunks(t)
+        if 0.1 < _cjk_share(c) < 0.6 and re.search(r"[(){}=]", c)
     )
 
 
@@ -137,7 +143,10 @@ def japanese_korean() -> list[str]:
 def cyrillic_greek() -> list[str]:
     """Not one of the required categories: it pins the rate of two-byte letters."""
     return _take(
-        c for lang in ("ru", "uk", "el") for t in _catalogue_texts(lang, _NON_LATIN) for c in _chunks(t)
+        c
+        for lang in ("ru", "uk", "el")
+        for t in _catalogue_texts(lang, _NON_LATIN)
+        for c in _chunks(t)
     )
 
 

@@ -21,10 +21,10 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import load_corpus  # noqa: E402
+from corpus import load_corpus
 
-from langchain_contextkit import _token_model as model  # noqa: E402
-from langchain_contextkit import tiktoken_counter  # noqa: E402
+from langchain_contextkit import _token_model as model
+from langchain_contextkit import tiktoken_counter
 
 Matrix = npt.NDArray[np.float64]
 _HAND_SET = {
@@ -56,7 +56,9 @@ def features(text: str) -> tuple[dict[str, float], int]:
     letters = [model.LOWER, model.UPPER, model.LATIN_EXT]
     f: dict[str, float] = {f"char {_NAMES[c]}": counts[c] for c in model.CHAR_RATE}
     f |= {f"start {_NAMES[c]}": starts[c] for c in model.RUN_START}
-    f["word start"] = sum(starts[c] for c in letters) - sum(trans[a, b] for a in letters for b in letters)
+    f["word start"] = sum(starts[c] for c in letters) - sum(
+        trans[a, b] for a in letters for b in letters
+    )
     for a, b in model.TRANSITION:
         key = _transition_name(a, b)
         f[key] = f.get(key, 0) + trans[a, b]

@@ -15,14 +15,19 @@ from langchain_contextkit._version import __version__
 from langchain_contextkit.errors import ContextKitError
 from langchain_contextkit.mmr import RetrievalResult, mmr_select
 from langchain_contextkit.prompts import with_data_boundary
-from langchain_contextkit.tokens import TokenCounter, count_message_tokens, count_tokens, tiktoken_counter
+from langchain_contextkit.tokens import (
+    TokenCounter,
+    count_message_tokens,
+    count_tokens,
+    tiktoken_counter,
+)
 
 __all__ = ["run_demo"]
 
 _SAMPLES = {
     "English": "Meals are capped at 80 per day and need no receipt; hotels need one.",
     "Chinese": "餐费每天上限八十元，无需发票；酒店住宿每晚上限五百元，需要发票。",
-    "mixed + code": "用 `count_tokens(text)` 估算 token：for doc in docs: total += count_tokens(doc)",
+    "mixed + code": "用 `count_tokens(text)` 估算：for doc in docs: total += count_tokens(doc)",
     "Python": "def budget(window: int) -> int:\n    return int(window * 0.5)\n",
     "JSON": '{"policy": "travel", "meals": {"cap": 80, "receipt": false}, "hotel": {"cap": 500}}',
     "base64": base64.b64encode(hashlib.sha512(b"contextkit").digest() * 4).decode(),
@@ -77,9 +82,15 @@ def _show_messages(exact: TokenCounter | None, out: TextIO) -> None:
 def _show_mmr(out: TextIO) -> None:
     _rule("mmr_select: relevant and not redundant", out)
     candidates = [
-        RetrievalResult(content="Cats are great pets.", score=0.9, source="rag", embedding=[1.0, 0.0]),
-        RetrievalResult(content="Cats make wonderful pets.", score=0.8, source="rag", embedding=[0.99, 0.01]),
-        RetrievalResult(content="The Eiffel Tower is in Paris.", score=0.6, source="rag", embedding=[0.0, 1.0]),
+        RetrievalResult(
+            content="Cats are great pets.", score=0.9, source="rag", embedding=[1.0, 0.0]
+        ),
+        RetrievalResult(
+            content="Cats make wonderful pets.", score=0.8, source="rag", embedding=[0.99, 0.01]
+        ),
+        RetrievalResult(
+            content="The Eiffel Tower is in Paris.", score=0.6, source="rag", embedding=[0.0, 1.0]
+        ),
     ]
     for candidate in candidates:
         print(f"  candidate  {candidate.score:.1f}  {candidate.content}", file=out)

@@ -39,9 +39,9 @@ LATIN_EXT, CYRILLIC, GREEK, OTHER = range(7, 11)
 HAN, KANA, HANGUL, CJK_PUNCT = range(11, 15)
 N_CLASSES = 15
 CLASS_NAMES = (
-    "space newline other_space lower upper digit punct latin_ext cyrillic greek other "
-    "han kana hangul cjk_punct"
-).split()
+    *("space", "newline", "other_space", "lower", "upper", "digit", "punct"),
+    *("latin_ext", "cyrillic", "greek", "other", "han", "kana", "hangul", "cjk_punct"),
+)
 
 _LETTERS = (LOWER, UPPER, LATIN_EXT)
 _CJK = (HAN, KANA, HANGUL, CJK_PUNCT)
@@ -87,36 +87,38 @@ START_CHARGE = 500
 MILLI = 1000
 
 
+_COMBINING_MARKS = range(0x300, 0x370)
+_GREEK = range(0x370, 0x400)
+
+
+def _two_byte_class(cp: int) -> int:
+    """Class of a character encoded in two UTF-8 bytes (U+0080..U+07FF)."""
+    ch = chr(cp)
+    if ch.isspace():
+        return OTHER_SPACE
+    if not ch.isalpha() and cp not in _COMBINING_MARKS:
+        return OTHER
+    if cp < _GREEK.start:
+        return LATIN_EXT
+    if cp in _GREEK:
+        return GREEK
+    return CYRILLIC  # also Armenian, Hebrew, Arabic: priced alike in BPE vocabularies
+
+
+def _ascii_class(ch: str) -> int:
+    if ch.isalpha():
+        return LOWER if ch.islower() else UPPER
+    if ch.isdigit():
+        return DIGIT
+    if ch.isspace():
+        return {" ": SPACE, "\n": NEWLINE, "\r": NEWLINE}.get(ch, OTHER_SPACE)
+    return PUNCT
+
+
 def _build_class_table() -> npt.NDArray[np.uint8]:
     table = np.full(0x110000, OTHER, dtype=np.uint8)
-    for cp in range(0x80, 0x800):  # two-byte UTF-8: Latin-1 .. Arabic
-        ch = chr(cp)
-        if ch.isspace():
-            table[cp] = OTHER_SPACE
-        elif ch.isalpha() or 0x300 <= cp < 0x370:  # letters and combining accents
-            table[cp] = (
-                LATIN_EXT
-                if cp < 0x370
-                else GREEK
-                if cp < 0x400
-                else CYRILLIC  # also Armenian, Hebrew, Arabic: priced alike in BPE vocabularies
-            )
-    for cp in range(0x80):
-        ch = chr(cp)
-        if ch == " ":
-            table[cp] = SPACE
-        elif ch in "\n\r":
-            table[cp] = NEWLINE
-        elif ch.isspace():
-            table[cp] = OTHER_SPACE
-        elif "a" <= ch <= "z":
-            table[cp] = LOWER
-        elif "A" <= ch <= "Z":
-            table[cp] = UPPER
-        elif "0" <= ch <= "9":
-            table[cp] = DIGIT
-        else:
-            table[cp] = PUNCT
+    table[:0x80] = [_ascii_class(chr(cp)) for cp in range(0x80)]
+    table[0x80:0x800] = [_two_byte_class(cp) for cp in range(0x80, 0x800)]
     for first, last, cls in (
         (0x2000, 0x200A, OTHER_SPACE),
         (0x3400, 0x4DBF, HAN),

@@ -16,14 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from langchain_contextkit._version import __version__
 from langchain_contextkit.errors import ContextKitError
 from langchain_contextkit.tokens import TiktokenCounter, count_tokens, tiktoken_counter
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["main"]
 
@@ -108,14 +110,20 @@ def _count(files: Sequence[str], *, encoding: str, as_json: bool, out: TextIO) -
         return status
     exact_heading = exact.encoding_name if exact else "exact"
     width = max([len("file"), *(len(r.path) for r in rows)])
-    print(f"{'file':<{width}} {'chars':>10} {'estimate':>10} {exact_heading:>20} {'diff':>7}", file=out)
+    print(
+        f"{'file':<{width}} {'chars':>10} {'estimate':>10} {exact_heading:>20} {'diff':>7}",
+        file=out,
+    )
     for row in rows:
         if row.exact is None:
             exact_cell, diff = "n/a", ""
         else:
             exact_cell = f"{row.exact:,}"
             diff = f"{(row.estimate - row.exact) / row.exact:+.1%}" if row.exact else ""
-        print(f"{row.path:<{width}} {row.chars:>10,} {row.estimate:>10,} {exact_cell:>20} {diff:>7}", file=out)
+        print(
+            f"{row.path:<{width}} {row.chars:>10,} {row.estimate:>10,} {exact_cell:>20} {diff:>7}",
+            file=out,
+        )
     return status
 
 

@@ -85,8 +85,8 @@ def count_tokens(text: str) -> int:
         assert count_tokens("你好世界") == 4
         ```
     """
-    if not isinstance(text, str):
-        msg = f"count_tokens expects a str, got {type(text).__name__}."
+    if not isinstance(text, str):  # for callers without a type checker
+        msg = f"count_tokens expects a str, got {type(text).__name__}."  # type: ignore[unreachable]
         raise TypeError(msg)
     return count_text_tokens(text)
 
@@ -134,7 +134,7 @@ def tiktoken_counter(encoding: str = "cl100k_base", *, model: str | None = None)
         A `TiktokenCounter`; the same object for the same encoding on every call.
 
     Raises:
-        ConfigError: If `model` is not a model tiktoken knows.
+        ConfigError: If `model` or `encoding` is not one tiktoken knows.
         TokenizerUnavailableError: If the encoding cannot be loaded, with how to fix it.
 
     Example:
@@ -160,11 +160,15 @@ def tiktoken_counter(encoding: str = "cl100k_base", *, model: str | None = None)
 def _load_counter(name: str) -> TiktokenCounter:
     import tiktoken  # noqa: PLC0415
 
+    known = tiktoken.list_encoding_names()
+    if name not in known:
+        msg = f"Unknown tiktoken encoding {name!r}; known encodings: {', '.join(sorted(known))}."
+        raise ConfigError(msg)
     try:
         return TiktokenCounter(tiktoken.get_encoding(name))
-    except Exception as exc:  # noqa: BLE001 - tiktoken raises whatever its downloader raised
+    except Exception as exc:
         offline = f"{name}_offline"
-        if offline in tiktoken.list_encoding_names():
+        if offline in known:
             return TiktokenCounter(tiktoken.get_encoding(offline))
         msg = (
             f"Cannot load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc}). "
@@ -266,7 +270,9 @@ def _count_block(
     if isinstance(block, str):
         return counter(block)
     kind = block.get("type")
-    if kind in {"image", "image_url"} or (kind == "file" and block.get("mime_type", "").startswith("image/")):
+    if kind in {"image", "image_url"} or (
+        kind == "file" and block.get("mime_type", "").startswith("image/")
+    ):
         return image_tokens
     if kind in {"tool_use", "tool_call"} and block.get("id") in call_ids:
         return 0  # the same call is counted once, from message.tool_calls
@@ -283,4 +289,3 @@ def _as_text(value: object) -> str:
     if value is None:
         return ""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-

@@ -59,7 +59,9 @@ def test_rejects_non_strings() -> None:
 
 
 def test_unbroken_base64_counts_in_the_thousands_like_cl100k() -> None:
-    blob = base64.b64encode(Path(sysconfig.get_paths()["stdlib"], "os.py").read_bytes()[:3000]).decode()
+    blob = base64.b64encode(
+        Path(sysconfig.get_paths()["stdlib"], "os.py").read_bytes()[:3000]
+    ).decode()
     assert len(blob) == 4000
     estimate, exact = count_tokens(blob), _cl100k()(blob)
     assert estimate > 1000
@@ -82,7 +84,9 @@ def test_close_to_cl100k_on_real_source(path: str) -> None:
 
 
 def test_close_to_cl100k_on_json() -> None:
-    data = json.dumps({"items": [{"id": i, "name": f"item {i}", "tags": ["a", "b"]} for i in range(200)]})
+    data = json.dumps(
+        {"items": [{"id": i, "name": f"item {i}", "tags": ["a", "b"]} for i in range(200)]}
+    )
     exact = _cl100k()(data)
     assert abs(count_tokens(data) - exact) / exact < 0.2
 
@@ -139,6 +143,11 @@ def test_tiktoken_counter_by_model() -> None:
 def test_tiktoken_counter_unknown_model() -> None:
     with pytest.raises(ConfigError, match="does not know the model"):
         tiktoken_counter(model="no-such-model-xyz")
+
+
+def test_tiktoken_counter_unknown_encoding() -> None:
+    with pytest.raises(ConfigError, match="Unknown tiktoken encoding 'cl99k'"):
+        tiktoken_counter("cl99k")
 
 
 def test_falls_back_to_offline_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -232,17 +241,25 @@ def test_tool_calls_and_results_are_counted() -> None:
     plain = AIMessage("")
     with_call = AIMessage("", tool_calls=[call])
     extra = count_message_tokens([with_call], len) - count_message_tokens([plain], len)
-    assert extra == len("search_policy") + len('{"query":"meal cap","limit":5}') + len("call_abc123")
+    assert extra == len("search_policy") + len('{"query":"meal cap","limit":5}') + len(
+        "call_abc123"
+    )
     result = ToolMessage("Meals are capped at 80 per day.", tool_call_id="call_abc123")
-    base = count_message_tokens([ToolMessage("Meals are capped at 80 per day.", tool_call_id="")], len)
+    base = count_message_tokens(
+        [ToolMessage("Meals are capped at 80 per day.", tool_call_id="")], len
+    )
     assert count_message_tokens([result], len) == base + len("call_abc123")
 
 
 def test_tool_use_blocks_are_not_counted_twice() -> None:
     call = {"name": "lookup", "args": {"id": 7}, "id": "toolu_1"}
     block = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"id": 7}}
-    with_block = AIMessage(content=[{"type": "text", "text": "Looking it up."}, block], tool_calls=[call])
-    without_block = AIMessage(content=[{"type": "text", "text": "Looking it up."}], tool_calls=[call])
+    with_block = AIMessage(
+        content=[{"type": "text", "text": "Looking it up."}, block], tool_calls=[call]
+    )
+    without_block = AIMessage(
+        content=[{"type": "text", "text": "Looking it up."}], tool_calls=[call]
+    )
     assert count_message_tokens([with_block]) == count_message_tokens([without_block])
 
 
@@ -250,7 +267,9 @@ def test_slices_add_up_without_reply_priming() -> None:
     first = [HumanMessage("one"), AIMessage("two")]
     second = [HumanMessage("three")]
     whole = count_message_tokens(first + second, reply_priming=False)
-    parts = count_message_tokens(first, reply_priming=False) + count_message_tokens(second, reply_priming=False)
+    parts = count_message_tokens(first, reply_priming=False) + count_message_tokens(
+        second, reply_priming=False
+    )
     assert whole == parts
     assert count_message_tokens(first + second) == whole + 3
 

@@ -1,0 +1,54 @@
+import importlib
+import pkgutil
+
+import langchain_contextkit
+
+EXPECTED_ALL = {
+    "DEFAULT_IMAGE_TOKENS",
+    "ConfigError",
+    "ContextKitError",
+    "ContextWindowExceeded",
+    "PromptRegistry",
+    "RetrievalResult",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TokenizerUnavailableError",
+    "__version__",
+    "count_message_tokens",
+    "count_tokens",
+    "mmr_select",
+    "tiktoken_counter",
+    "with_data_boundary",
+}
+
+
+def _modules() -> list[str]:
+    return [
+        info.name
+        for info in pkgutil.walk_packages(langchain_contextkit.__path__, "langchain_contextkit.")
+    ]
+
+
+def test_public_api_is_pinned() -> None:
+    assert set(langchain_contextkit.__all__) == EXPECTED_ALL
+    for name in EXPECTED_ALL:
+        assert hasattr(langchain_contextkit, name)
+
+
+def test_every_module_imports_and_declares_all() -> None:
+    modules = _modules()
+    assert "langchain_contextkit.tokens" in modules
+    for name in modules:
+        module = importlib.import_module(name)
+        if name.rsplit(".", 1)[-1].startswith("_"):
+            continue
+        exported = getattr(module, "__all__", None)
+        assert exported is not None, f"{name} has no __all__"
+        for symbol in exported:
+            assert hasattr(module, symbol), f"{name}.__all__ names missing {symbol}"
+
+
+def test_package_ships_py_typed() -> None:
+    from importlib.resources import files
+
+    assert files("langchain_contextkit").joinpath("py.typed").is_file()
