@@ -5,6 +5,8 @@ compact what overflows. Everything public is importable from the package root.
 """
 
 from langchain_contextkit._version import __version__
+from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
+from langchain_contextkit.builder import BudgetedRetriever, ContextBuilder, ContextReport
 from langchain_contextkit.errors import (
     ConfigError,
     ContextKitError,
@@ -13,6 +15,7 @@ from langchain_contextkit.errors import (
 )
 from langchain_contextkit.mmr import RetrievalResult, mmr_select
 from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
+from langchain_contextkit.sources import CallableSource, ContextSource, RetrieverSource, Scope
 from langchain_contextkit.tokens import (
     DEFAULT_IMAGE_TOKENS,
     TiktokenCounter,
@@ -24,14 +27,24 @@ from langchain_contextkit.tokens import (
 
 __all__ = [
     "DEFAULT_IMAGE_TOKENS",
+    "BudgetedRetriever",
+    "CallableSource",
     "ConfigError",
+    "ContextBuilder",
+    "ContextConfig",
     "ContextKitError",
+    "ContextReport",
+    "ContextSource",
     "ContextWindowExceeded",
     "PromptRegistry",
     "RetrievalResult",
+    "RetrieverSource",
+    "Scope",
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerUnavailableError",
+    "WindowBudget",
+    "WindowBudgetConfig",
     "__version__",
     "count_message_tokens",
     "count_tokens",

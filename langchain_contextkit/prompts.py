@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Mapping  # noqa: TC003 - pydantic models embed PromptRegistry and resolve it
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import Literal, get_args
 
 from langchain_contextkit.errors import ConfigError
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 __all__ = [
     "DEFAULT_HEADINGS",

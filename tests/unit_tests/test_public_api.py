@@ -5,6 +5,16 @@ import langchain_contextkit
 
 EXPECTED_ALL = {
     "DEFAULT_IMAGE_TOKENS",
+    "BudgetedRetriever",
+    "CallableSource",
+    "ContextBuilder",
+    "ContextConfig",
+    "ContextReport",
+    "ContextSource",
+    "RetrieverSource",
+    "Scope",
+    "WindowBudget",
+    "WindowBudgetConfig",
     "ConfigError",
     "ContextKitError",
     "ContextWindowExceeded",

@@ -1,0 +1,575 @@
+"""Token budgets: the context budget knobs, the quota allocator, and the window ledger.
+
+Explicit allocation, not passive accumulation: every stream that competes for the window
+draws from one ledger, so no part of a prompt can silently eat another.
+
+- `ContextConfig` holds the builder's knobs (seed defaults) and validates them at
+  construction: ratios in range, summing to at most 1, every quota able to hold one
+  `min_chunk_tokens` candidate.
+- `allocate` is the two-round quota allocator: round one gives each source its ratio of the
+  budget; round two lends idle tokens to sources that still have candidates, in proportion
+  to what each still wants, then fills what is left with any candidate that still fits.
+- `WindowBudgetConfig` / `WindowBudget` split a model's whole window into output reserve,
+  fixed overhead (system prompt and tool schemas), retrieval block and trajectory.
+
+```python
+from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
+
+config = ContextConfig.for_window(None, fallback_window=8000)
+assert config.max_tokens == 4000
+budget = WindowBudget.from_window(
+    200_000, cfg=WindowBudgetConfig(), system_tokens=800, tool_tokens=1200
+)
+assert budget.output_reserve == 4096
+assert budget.rag_budget + budget.trajectory_budget(rag_in_scope=False) <= budget.spendable
+```
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from langchain_contextkit.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_SOURCE_RATIOS",
+    "ContextConfig",
+    "SourceAllocation",
+    "SourceDemand",
+    "WindowBudget",
+    "WindowBudgetConfig",
+    "allocate",
+    "model_limits",
+]
+
+DEFAULT_SOURCE_RATIOS: Mapping[str, float] = MappingProxyType(
+    {"history": 0.35, "rag": 0.30, "memory": 0.20, "tool": 0.15}
+)
+"""Seed 002's default share of the dynamic region per source."""
+
+_RATIO_SLACK = 1e-9  # ratios such as 0.35 + 0.30 + 0.20 + 0.15 do not sum to 1.0 exactly in floats
+
+
+def _check_fraction(
+    name: str, value: float, *, low_open: bool = False, high_open: bool = False
+) -> None:
+    too_low = value <= 0 if low_open else value < 0
+    too_high = value >= 1 if high_open else value > 1
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or math.isnan(value)
+        or too_low
+        or too_high
+    ):
+        low, high = "(0" if low_open else "[0", "1)" if high_open else "1]"
+        msg = f"{name} must be in {low}, {high}, got {value!r}."
+        raise ConfigError(msg)
+
+
+def _check_count(name: str, value: int, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        msg = f"{name} must be an int >= {minimum}, got {value!r}."
+        raise ConfigError(msg)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ContextConfig:
+    """The context builder's budget knobs; frozen and validated at construction.
+
+    Budgets are ratios, not absolute numbers, so moving to a model with a larger window
+    is a matter of scaling, not re-tuning.
+
+    Example:
+        ```python
+        from langchain_contextkit.budget import ContextConfig
+
+        config = ContextConfig(max_tokens=10_000)
+        assert config.output_reserve == 2_000
+        assert config.quotas() == {"history": 2800, "rag": 2400, "memory": 1600, "tool": 1200}
+        ```
+    """
+
+    max_tokens: int | None = None
+    """Whole context budget. No hard-coded default: set it from the model's real window."""
+
+    output_reserve_ratio: float = 0.2
+    """Share reserved for the output and the current question; never given to candidates."""
+
+    source_ratios: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_SOURCE_RATIOS))
+    """Each source's share of the dynamic region, keyed by source name."""
+
+    mmr_lambda: float = 0.7
+    """Passed to `mmr_select` as `lambda_`."""
+
+    dedup_threshold: float = 0.95
+    """Passed to `mmr_select` as `dedup_threshold`; above 1 disables near-duplicate drops."""
+
+    allow_borrow: bool = True
+    """Whether idle quota is lent, in a second round, to sources with candidates left."""
+
+    min_chunk_tokens: int = 64
+    """The size of one candidate that every quota must be able to hold (a sanity check)."""
+
+    data_boundary_sections: frozenset[str] | None = None
+    """Sections whose text is fenced as data, not instructions (`with_data_boundary`).
+
+    None (the default) fences the ``rag`` and ``tool`` sections of a block
+    (`build_block`, what agents inject) and nothing in the flat `build`, whose layout
+    seed 002 fixes byte for byte; a set applies to both."""
+
+    def __post_init__(self) -> None:
+        """Validate every knob; a bad configuration fails here, before any fetch."""
+        if self.max_tokens is not None:
+            _check_count("max_tokens", self.max_tokens, minimum=1)
+        _check_fraction("output_reserve_ratio", self.output_reserve_ratio, high_open=True)
+        _check_fraction("mmr_lambda", self.mmr_lambda)
+        if not isinstance(self.dedup_threshold, (int, float)) or not self.dedup_threshold > 0:
+            msg = (
+                "dedup_threshold must be > 0 (above 1 disables dropping), "
+                f"got {self.dedup_threshold!r}."
+            )
+            raise ConfigError(msg)
+        _check_count("min_chunk_tokens", self.min_chunk_tokens, minimum=1)
+        ratios = dict(self.source_ratios)
+        if not ratios:
+            msg = "source_ratios must name at least one source."
+            raise ConfigError(msg)
+        for name, ratio in ratios.items():
+            if not isinstance(name, str) or not name:
+                msg = f"source_ratios keys must be non-empty strings, got {name!r}."
+                raise ConfigError(msg)
+            _check_fraction(f"source_ratios[{name!r}]", ratio, low_open=True)
+        total = sum(ratios.values())
+        if total > 1 + _RATIO_SLACK:
+            msg = f"source_ratios must sum to at most 1, got {total:.4g} ({ratios})."
+            raise ConfigError(msg)
+        object.__setattr__(self, "source_ratios", MappingProxyType(ratios))
+        if self.data_boundary_sections is not None:
+            object.__setattr__(
+                self, "data_boundary_sections", frozenset(self.data_boundary_sections)
+            )
+        if self.max_tokens is not None:
+            self._check_quotas(self.dynamic_tokens)
+
+    def _check_quotas(self, dynamic: int) -> None:
+        for name, quota in self.quotas(dynamic).items():
+            if quota < self.min_chunk_tokens:
+                msg = (
+                    f"The {name!r} quota is {quota} tokens ({self.source_ratios[name]:.0%} of a "
+                    f"{dynamic}-token dynamic region), smaller than min_chunk_tokens="
+                    f"{self.min_chunk_tokens}: it could never hold one candidate. Raise max_tokens "
+                    "or the ratio, or lower min_chunk_tokens."
+                )
+                raise ConfigError(msg)
+
+    @classmethod
+    def for_window(
+        cls,
+        context_window: int | None,
+        *,
+        use_ratio: float = 0.5,
+        fallback_window: int | None = None,
+        **kwargs: Any,  # noqa: ANN401 - the other fields of ContextConfig
+    ) -> ContextConfig:
+        """Build a config whose `max_tokens` is `use_ratio` of a model's window.
+
+        Args:
+            context_window: The model's window in tokens; None when unknown.
+            use_ratio: Share of the window given to the context (the rest is headroom).
+            fallback_window: The window to assume when `context_window` is None. There is
+                no default: an unknown window must be pinned explicitly, never guessed.
+            **kwargs: Any other `ContextConfig` field.
+
+        Returns:
+            The config.
+
+        Raises:
+            ConfigError: If the window is unknown and no fallback is given, or a value is
+                out of range.
+        """
+        _check_fraction("use_ratio", use_ratio, low_open=True)
+        window = context_window if context_window is not None else fallback_window
+        if window is None:
+            msg = (
+                "The model's context window is unknown: pass fallback_window=... to pin a "
+                "conservative value explicitly."
+            )
+            raise ConfigError(msg)
+        _check_count("context_window", window, minimum=1)
+        return cls(max_tokens=int(window * use_ratio), **kwargs)
+
+    @property
+    def output_reserve(self) -> int:
+        """Tokens reserved for the output and the current question (0 without max_tokens)."""
+        if self.max_tokens is None:
+            return 0
+        return math.ceil(self.max_tokens * self.output_reserve_ratio)
+
+    @property
+    def dynamic_tokens(self) -> int:
+        """Tokens the sources share: `max_tokens` minus the output reserve.
+
+        Raises:
+            ConfigError: If `max_tokens` is not set.
+        """
+        if self.max_tokens is None:
+            msg = "max_tokens is not set: use ContextConfig.for_window(...) or pass a budget."
+            raise ConfigError(msg)
+        return self.max_tokens - self.output_reserve
+
+    def quotas(self, dynamic: int | None = None) -> dict[str, int]:
+        """Round one of the allocation: each source's ratio of the dynamic region.
+
+        Args:
+            dynamic: Tokens to share; `dynamic_tokens` when None.
+        """
+        region = self.dynamic_tokens if dynamic is None else dynamic
+        return {name: int(region * ratio) for name, ratio in self.source_ratios.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDemand:
+    """What one source asks of the budget: its candidates' costs, in priority order."""
+
+    name: str
+    """The source's name (its quota)."""
+
+    costs: Sequence[int]
+    """Token cost of each candidate, best first."""
+
+    overhead: int = 0
+    """Paid once if any candidate is kept (the section heading)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceAllocation:
+    """How the allocator treated one source."""
+
+    name: str
+    quota: int
+    """Round-one quota: the source's ratio of the budget."""
+
+    used: int
+    """Tokens spent on kept candidates and the overhead."""
+
+    kept: tuple[int, ...]
+    """Indices of kept candidates, in priority order."""
+
+    @property
+    def borrowed(self) -> int:
+        """Tokens used beyond the quota, lent by idle quotas in round two."""
+        return max(0, self.used - self.quota)
+
+
+class _Ledger:
+    """Mutable state of one allocation run."""
+
+    def __init__(self, demand: SourceDemand, quota: int) -> None:
+        self.demand = demand
+        self.quota = quota
+        self.used = 0
+        self.kept: list[int] = []
+        self.left: list[int] = list(range(len(demand.costs)))
+
+    def price(self, index: int) -> int:
+        return self.demand.costs[index] + (0 if self.kept else self.demand.overhead)
+
+    def take_fitting(self, room: int) -> int:
+        """Keep left-out candidates in priority order while they fit in `room`; return spent."""
+        spent = 0
+        still_left = []
+        for index in self.left:
+            price = self.price(index)
+            if price <= room - spent:
+                self.kept.append(index)
+                spent += price
+            else:
+                still_left.append(index)
+        self.left = still_left
+        self.used += spent
+        return spent
+
+    def wanted(self) -> int:
+        if not self.left:
+            return 0
+        return sum(self.demand.costs[i] for i in self.left) + (
+            0 if self.kept else self.demand.overhead
+        )
+
+    def result(self) -> SourceAllocation:
+        return SourceAllocation(self.demand.name, self.quota, self.used, tuple(sorted(self.kept)))
+
+
+def allocate(
+    budget: int,
+    ratios: Mapping[str, float],
+    demands: Sequence[SourceDemand],
+    *,
+    allow_borrow: bool = True,
+) -> dict[str, SourceAllocation]:
+    """Split `budget` tokens between sources in two rounds.
+
+    Round one gives each source `int(budget * ratio)` and keeps its candidates in priority
+    order while they fit (a candidate that does not fit is skipped, a smaller one after it
+    may still fit). Round two, when `allow_borrow`, pools every idle token (unused quota,
+    quota of absent sources, the share no ratio claims) and lends it to the sources that
+    still have candidates, in proportion to how many tokens each still wants (not by input
+    order); a last pass then gives what is still idle to any candidate that fits, so no
+    token stays idle while a candidate that would fit is left out.
+
+    Args:
+        budget: Tokens to share.
+        ratios: Share of each source, keyed by name; they sum to at most 1.
+        demands: One entry per source present in this run.
+        allow_borrow: Whether round two runs.
+
+    Returns:
+        One `SourceAllocation` per demand, keyed by source name. Their `used` sums to at
+        most `budget`, and each source's `used` is at most its quota plus `borrowed`.
+
+    Raises:
+        ConfigError: For a negative budget, a source missing from `ratios`, a repeated
+            source, or a negative cost.
+    """
+    _check_count("budget", budget, minimum=0)
+    ledgers: list[_Ledger] = []
+    for demand in demands:
+        if demand.name not in ratios:
+            msg = f"Source {demand.name!r} has no ratio (known: {sorted(ratios)})."
+            raise ConfigError(msg)
+        if any(ledger.demand.name == demand.name for ledger in ledgers):
+            msg = f"Two sources are named {demand.name!r}."
+            raise ConfigError(msg)
+        if demand.overhead < 0 or any(cost < 0 for cost in demand.costs):
+            msg = f"Source {demand.name!r} has a negative cost."
+            raise ConfigError(msg)
+        ledgers.append(_Ledger(demand, int(budget * ratios[demand.name])))
+
+    for ledger in ledgers:
+        ledger.take_fitting(ledger.quota)
+
+    if allow_borrow:
+        _lend_idle_tokens(budget, ledgers)
+    return {ledger.demand.name: ledger.result() for ledger in ledgers}
+
+
+def _lend_idle_tokens(budget: int, ledgers: list[_Ledger]) -> None:
+    idle = budget - sum(ledger.used for ledger in ledgers)
+    wants = {id(ledger): ledger.wanted() for ledger in ledgers}
+    total_want = sum(wants.values())
+    if idle <= 0 or total_want == 0:
+        return
+    # Lend by remaining demand: each borrower's share is proportional to what it still wants.
+    shares = {
+        id(ledger): min(wants[id(ledger)], idle * wants[id(ledger)] // total_want)
+        for ledger in ledgers
+    }
+    for ledger in ledgers:
+        share = shares[id(ledger)]
+        if share:
+            idle -= ledger.take_fitting(share)
+    # Shares too small for a borrower's next candidate return to the pool; any candidate
+    # that fits what is left takes it, the hungriest source first.
+    for ledger in sorted(ledgers, key=lambda item: item.wanted(), reverse=True):
+        idle -= ledger.take_fitting(idle)
+
+
+def model_limits(llm: object) -> tuple[int | None, int | None]:
+    """Read a chat model's window and per-call output limit from its `profile`.
+
+    Args:
+        llm: Any LangChain chat model (or anything with a `profile` mapping).
+
+    Returns:
+        `(max_input_tokens, max_output_tokens)`, each None when the profile does not say.
+    """
+    profile = getattr(llm, "profile", None)
+    if not isinstance(profile, Mapping):
+        return None, None
+
+    def positive(key: str) -> int | None:
+        value = profile.get(key)
+        return (
+            value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+        )
+
+    return positive("max_input_tokens"), positive("max_output_tokens")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WindowBudgetConfig:
+    """The serialisable knobs of the window ledger.
+
+    Example:
+        ```python
+        from langchain_contextkit.budget import WindowBudgetConfig
+
+        cfg = WindowBudgetConfig(desired_output_tokens=2048)
+        assert cfg.rag_ratio == 0.35
+        ```
+    """
+
+    desired_output_tokens: int = 4096
+    """The most you want the model to generate in this run (the output reserve's main knob)."""
+
+    max_output_fraction: float = 0.5
+    """Small-window guard: the output reserve takes at most this share of the window."""
+
+    rag_ratio: float = 0.35
+    """The retrieval block's share of what is spendable; the trajectory gets the rest."""
+
+    def __post_init__(self) -> None:
+        """Validate the knobs."""
+        _check_count("desired_output_tokens", self.desired_output_tokens, minimum=0)
+        _check_fraction("max_output_fraction", self.max_output_fraction, high_open=True)
+        _check_fraction("rag_ratio", self.rag_ratio)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WindowBudget:
+    """One run's window ledger: output reserve + fixed + retrieval block + trajectory.
+
+    Computed once per run from the real window and the measured fixed overhead. Tool
+    schemas travel in the request's `tools=` payload, not in the messages, so trimming the
+    trajectory cannot see them: the ledger deducts them separately and a growing trajectory
+    can never push them out of the window.
+
+    Example:
+        ```python
+        from langchain_core.language_models import GenericFakeChatModel
+
+        from langchain_contextkit.budget import WindowBudget, WindowBudgetConfig
+
+        llm = GenericFakeChatModel(messages=iter([]), profile={"max_input_tokens": 200_000})
+        budget = WindowBudget.for_run(
+            llm=llm, cfg=WindowBudgetConfig(), system_tokens=800, tool_tokens=1200
+        )
+        assert budget is not None
+        print(budget.rag_budget, budget.trajectory_budget(rag_in_scope=True))
+        ```
+    """
+
+    window: int
+    """The model's whole window in tokens."""
+
+    output_reserve: int
+    """Tokens kept free for the model's answer."""
+
+    system_tokens: int = 0
+    """Measured tokens of the system prompt."""
+
+    tool_tokens: int = 0
+    """Measured tokens of the tool schemas."""
+
+    rag_ratio: float = 0.35
+    """The retrieval block's share of `spendable`."""
+
+    def __post_init__(self) -> None:
+        """Validate the ledger's inputs."""
+        _check_count("window", self.window, minimum=1)
+        for name in ("output_reserve", "system_tokens", "tool_tokens"):
+            _check_count(name, getattr(self, name), minimum=0)
+        _check_fraction("rag_ratio", self.rag_ratio)
+
+    @classmethod
+    def from_window(
+        cls,
+        window: int,
+        *,
+        cfg: WindowBudgetConfig,
+        max_output_tokens: int | None = None,
+        system_tokens: int = 0,
+        tool_tokens: int = 0,
+        rag_ratio: float | None = None,
+    ) -> WindowBudget:
+        """Build the ledger for a known window.
+
+        The output reserve is the smallest of `cfg.desired_output_tokens`,
+        `window * cfg.max_output_fraction` and, when known, the model's per-call output
+        limit: it never exceeds what you asked for, never leaves a dead zone the model can
+        never fill on a large window, and never swallows the input on a small one.
+
+        Args:
+            window: The model's window in tokens.
+            cfg: The ledger's knobs.
+            max_output_tokens: The model's per-call output limit, when known.
+            system_tokens: Measured tokens of the system prompt.
+            tool_tokens: Measured tokens of the tool schemas.
+            rag_ratio: Overrides `cfg.rag_ratio` for this run.
+        """
+        reserve = min(cfg.desired_output_tokens, int(window * cfg.max_output_fraction))
+        if max_output_tokens is not None:
+            reserve = min(reserve, max_output_tokens)
+        return cls(
+            window=window,
+            output_reserve=reserve,
+            system_tokens=system_tokens,
+            tool_tokens=tool_tokens,
+            rag_ratio=cfg.rag_ratio if rag_ratio is None else rag_ratio,
+        )
+
+    @classmethod
+    def for_run(
+        cls,
+        *,
+        llm: object,
+        cfg: WindowBudgetConfig,
+        system_tokens: int = 0,
+        tool_tokens: int = 0,
+        rag_ratio: float | None = None,
+    ) -> WindowBudget | None:
+        """Build the ledger from a chat model's profile; None when its window is unknown.
+
+        Args:
+            llm: The chat model; its `profile` gives `max_input_tokens` (the window) and
+                `max_output_tokens` (the per-call output limit).
+            cfg: The ledger's knobs.
+            system_tokens: Measured tokens of the system prompt.
+            tool_tokens: Measured tokens of the tool schemas.
+            rag_ratio: Overrides `cfg.rag_ratio` for this run.
+
+        Returns:
+            The ledger, or None when the model does not state its window (the caller then
+            falls back to no cap, or to an explicit window via `from_window`).
+        """
+        window, max_output = model_limits(llm)
+        if window is None:
+            return None
+        return cls.from_window(
+            window,
+            cfg=cfg,
+            max_output_tokens=max_output,
+            system_tokens=system_tokens,
+            tool_tokens=tool_tokens,
+            rag_ratio=rag_ratio,
+        )
+
+    @property
+    def fixed(self) -> int:
+        """Fixed overhead: system prompt plus tool schemas."""
+        return self.system_tokens + self.tool_tokens
+
+    @property
+    def spendable(self) -> int:
+        """What is left for the retrieval block and the trajectory (never negative)."""
+        return max(0, self.window - self.output_reserve - self.fixed)
+
+    @property
+    def rag_budget(self) -> int:
+        """The retrieval block's cap: pass it as `build_block(..., budget=...)`."""
+        return int(self.spendable * self.rag_ratio)
+
+    def trajectory_budget(self, *, rag_in_scope: bool) -> int:
+        """The budget for trimming an agent's trajectory.
+
+        Args:
+            rag_in_scope: True when the messages being trimmed already contain the
+                retrieval block (it is then trimmed with them and gets no separate share);
+                False when the block is added beside them and keeps `rag_budget`.
+        """
+        return self.spendable if rag_in_scope else self.spendable - self.rag_budget
