@@ -117,7 +117,7 @@ def best_time(fn: Callable[[], object], max_repeats: int, budget: float = TIME_B
 
 
 def run_case(
-    kind: str, n: int, d: int, k: int, dtype: type[np.floating], rng: np.random.Generator
+    kind: str, *, n: int, d: int, k: int, dtype: type[np.floating], rng: np.random.Generator
 ) -> Row:
     matrix, query = make_data(kind, n, d, dtype, rng)
     scores = cosine_to_query(matrix, query)
@@ -193,7 +193,7 @@ def main() -> int:
             for k in ks:
                 for dtype in dtypes:
                     for kind in kinds:
-                        row = run_case(kind, n, d, k, dtype, rng)
+                        row = run_case(kind, n=n, d=d, k=k, dtype=dtype, rng=rng)
                         rows.append(row)
                         print(
                             f"{row.data:<9} {row.dtype:<7} {row.n:>6} {row.d:>5} {row.k:>3} |"

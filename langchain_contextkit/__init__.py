@@ -22,6 +22,7 @@ from langchain_contextkit.tokens import (
     TokenCounter,
     count_message_tokens,
     count_tokens,
+    count_tool_tokens,
     tiktoken_counter,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "__version__",
     "count_message_tokens",
     "count_tokens",
+    "count_tool_tokens",
     "mmr_select",
     "tiktoken_counter",
     "with_data_boundary",

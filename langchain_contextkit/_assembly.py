@@ -152,11 +152,68 @@ def assemble(
     while block and counter(block) > budget:
         _drop_weakest(kept)
         block = render_block(kept, config, prompts, fenced)
+    if config.allow_borrow:
+        block = _fill_measured_room(
+            block, kept, selected, demands, budget, config, prompts, counter, fenced
+        )
 
     for name, candidates in selected.items():
         outcomes[name].kept = kept[name]
         outcomes[name].dropped_for_budget = len(candidates) - len(kept[name])
     return Assembly(block=block, budget=budget, outcomes=outcomes)
+
+
+_MAX_FAILED_FILLS = 8
+"""Fill attempts that may fail before the fill pass gives up (bounds the re-renders)."""
+
+
+def _fill_measured_room(  # noqa: PLR0913, PLR0917 - the assembly's whole state
+    block: str,
+    kept: dict[str, list[RetrievalResult]],
+    selected: Mapping[str, Sequence[RetrievalResult]],
+    demands: Sequence[SourceDemand],
+    budget: int,
+    config: ContextConfig,
+    prompts: PromptRegistry,
+    counter: TokenCounter,
+    fenced: frozenset[str],
+) -> str:
+    """Add left-out candidates while the measured block still has room for them.
+
+    The allocator prices pieces separately, which overestimates a little (a line break is
+    cheaper inside a text than on its own), so the rendered block usually has a few idle
+    tokens: give them to the best left-out candidates that fit, measured on the real text.
+    """
+    room = budget - (counter(block) if block else 0)
+    failures = 0
+    costs = {d.name: d for d in demands}
+    for name, candidates in selected.items():
+        for index, candidate in enumerate(candidates):
+            if failures >= _MAX_FAILED_FILLS or room <= 0:
+                return block
+            price = costs[name].costs[index] + (0 if kept[name] else costs[name].overhead)
+            if candidate in kept[name] or price > room + _FILL_SLACK:
+                continue
+            trial = {**kept, name: _in_rank_order([*kept[name], candidate], candidates)}
+            trial_block = render_block(trial, config, prompts, fenced)
+            measured = counter(trial_block)
+            if measured <= budget:
+                kept[name] = trial[name]
+                block, room = trial_block, budget - measured
+            else:
+                failures += 1
+    return block
+
+
+_FILL_SLACK = 4
+"""Tokens a piece's separate price may overstate its cost inside the block."""
+
+
+def _in_rank_order(
+    items: list[RetrievalResult], ranking: Sequence[RetrievalResult]
+) -> list[RetrievalResult]:
+    position = {id(r): i for i, r in enumerate(ranking)}
+    return sorted(items, key=lambda r: position[id(r)])
 
 
 def _drop_weakest(kept: dict[str, list[RetrievalResult]]) -> None:

@@ -12,9 +12,12 @@ from typing import TextIO
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_contextkit._version import __version__
+from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
+from langchain_contextkit.builder import ContextBuilder
 from langchain_contextkit.errors import ContextKitError
 from langchain_contextkit.mmr import RetrievalResult, mmr_select
 from langchain_contextkit.prompts import with_data_boundary
+from langchain_contextkit.sources import CallableSource, Scope
 from langchain_contextkit.tokens import (
     TokenCounter,
     count_message_tokens,
@@ -104,6 +107,67 @@ def _show_boundary(out: TextIO) -> None:
     print(with_data_boundary("Answer from the policy page below.", page), file=out)
 
 
+_POLICY = [
+    "Meals are capped at 80 per day; no receipt is needed below that.",
+    "Hotels are capped at 500 per night and need an itemised receipt.",
+    "Hotels are limited to 500 a night, itemised receipt required.",  # near-duplicate
+    "Economy class is the default for flights under six hours.",
+    "Taxis need a receipt; ride-share receipts from the app are accepted.",
+    "Per-diem rates abroad follow the table in appendix B, converted on the travel date.",
+] * 3  # a retriever that returns too much: MMR and the budget decide what stays
+
+
+def _policy_search(query: str) -> list[RetrievalResult]:
+    # Toy embeddings: one axis per topic; the two hotel lines share an axis, so MMR sees
+    # them as near-duplicates. Repeats of a line are byte-identical and merge first.
+    axis = {0: 0, 1: 1, 2: 1, 3: 2, 4: 3, 5: 4}
+    return [
+        RetrievalResult(
+            content=text,
+            score=round(1.0 - i / 40, 3),
+            source="rag",
+            embedding=[1.0 if d == axis[i % 6] else 0.0 for d in range(5)],
+        )
+        for i, text in enumerate(_POLICY)
+    ]
+
+
+def _memory(query: str, scope: Scope) -> list[str]:
+    return [f"{scope.user} travels to Berlin monthly and prefers trains under four hours."]
+
+
+def _broken_notes(query: str) -> list[str]:
+    msg = "notes index is being rebuilt"
+    raise ConnectionError(msg)
+
+
+def _show_builder(out: TextIO) -> None:
+    _rule("ContextBuilder: three sources, one ledger", out)
+    llm_window = 6000
+    budget = WindowBudget.from_window(
+        llm_window, cfg=WindowBudgetConfig(desired_output_tokens=1000)
+    )
+    config = ContextConfig(
+        source_ratios={"memory": 0.2, "rag": 0.5, "notes": 0.3}, min_chunk_tokens=16
+    )
+    builder = ContextBuilder(config)
+    sources = [
+        CallableSource("rag", _policy_search),
+        CallableSource("memory", _memory),
+        CallableSource("notes", _broken_notes),
+    ]
+    rag_budget = min(budget.rag_budget, 150)  # a tight block, so the budget has work to do
+    report = builder.build_block_report(
+        "what can I claim for a hotel?", sources=sources, scope=Scope(user="ada"), budget=rag_budget
+    )
+    print(
+        f"window {llm_window}: output reserve {budget.output_reserve}, block budget {rag_budget}",
+        file=out,
+    )
+    print(report, file=out)
+    print("\n" + report.text, file=out)
+
+
 def run_demo(out: TextIO) -> int:
     """Print the demonstration to `out`; return the exit status."""
     print(f"langchain-contextkit {__version__}: every token accounted for, offline.", file=out)
@@ -113,5 +177,6 @@ def run_demo(out: TextIO) -> int:
     _show_tokens(exact, out)
     _show_messages(exact, out)
     _show_mmr(out)
+    _show_builder(out)
     _show_boundary(out)
     return 0

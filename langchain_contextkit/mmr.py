@@ -35,7 +35,7 @@ import math
 import numbers
 import operator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 from langchain_core.documents import Document
@@ -297,7 +297,7 @@ def mmr_select(
     return [pool[i] for i in picks]
 
 
-def _checked_lambda(lambda_: float) -> float:
+def _checked_lambda(lambda_: object) -> float:
     """Validate `lambda_` and return it as a float."""
     if not isinstance(lambda_, numbers.Real):
         msg = f"lambda_ must be a number in [0, 1], got {lambda_!r}"
@@ -309,25 +309,24 @@ def _checked_lambda(lambda_: float) -> float:
     return lam
 
 
-def _checked_top_k(top_k: int | None) -> int | None:
+def _checked_top_k(top_k: object) -> int | None:
     """Validate `top_k` and return it as an int (or `None` for no limit)."""
     if top_k is None:
         return None
     if isinstance(top_k, bool):  # bool is an int subclass, but True is surely a mistake
         msg = f"top_k must be an int or None, got {top_k!r}"
         raise ConfigError(msg)
-    try:
-        limit = operator.index(top_k)
-    except TypeError:
+    if not isinstance(top_k, SupportsIndex):  # int, numpy integers; not float or str
         msg = f"top_k must be an int or None, got {type(top_k).__name__}: {top_k!r}"
-        raise ConfigError(msg) from None
+        raise ConfigError(msg)
+    limit = operator.index(top_k)
     if limit < 0:
         msg = f"top_k must be >= 0 or None, got {limit}"
         raise ConfigError(msg)
     return limit
 
 
-def _checked_threshold(dedup_threshold: float) -> float:
+def _checked_threshold(dedup_threshold: object) -> float:
     """Validate `dedup_threshold` and return it as a float."""
     if not isinstance(dedup_threshold, numbers.Real):
         msg = f"dedup_threshold must be a number, got {dedup_threshold!r}"
@@ -633,8 +632,7 @@ class _LazyGreedy:
         sims *= inv
         sims *= inv[:, np.newaxis]
         _clip_unit(sims)
-        weighted = self.weighted_score[rows]
-        weighted[self.bound[rows] == -np.inf] = -np.inf  # dead members stay dead
+        weighted = self.weighted_score[rows]  # a copy: picked members become -inf
         max_sim = self.max_sim[rows]
         penalty = self.penalty_weight
         threshold = self.threshold

@@ -37,6 +37,7 @@ __all__ = [
     "TokenCounter",
     "count_message_tokens",
     "count_tokens",
+    "count_tool_tokens",
     "tiktoken_counter",
 ]
 
@@ -232,6 +233,41 @@ def count_message_tokens(
         return 0
     total = sum(_count_one_message(m, counter, image_tokens) for m in messages)
     return total + (_REPLY_PRIMING if reply_priming else 0)
+
+
+def count_tool_tokens(tools: Sequence[Any], counter: TokenCounter = count_tokens) -> int:
+    """Count the tokens tool schemas take in a request, measured as they are sent.
+
+    Each tool (a `BaseTool`, a function, a pydantic model or a schema dict) is converted
+    to its OpenAI function schema, the form chat models bind and send, and its compact
+    JSON is counted. Tool schemas travel in the request's `tools=` payload, outside the
+    messages, so budgets must deduct them separately (see `WindowBudget.tool_tokens`).
+
+    Args:
+        tools: The tools bound to the model.
+        counter: Counts the tokens of one string.
+
+    Returns:
+        The total; 0 for no tools.
+
+    Example:
+        ```python
+        from langchain_core.tools import tool
+
+        from langchain_contextkit import count_tool_tokens
+
+
+        @tool(description="Search the travel policy.")
+        def search_policy(query: str) -> str:
+            return "..."
+
+
+        assert count_tool_tokens([search_policy]) > 10
+        ```
+    """
+    from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: PLC0415
+
+    return sum(counter(_as_text(convert_to_openai_tool(tool))) for tool in tools)
 
 
 def _count_one_message(message: BaseMessage, counter: TokenCounter, image_tokens: int) -> int:

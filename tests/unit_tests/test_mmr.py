@@ -58,13 +58,17 @@ def _vector(r):
     return None if r.embedding is None else np.asarray(r.embedding, dtype=np.float64)
 
 
-def reference_mmr(candidates, *, top_k=None, lambda_=0.7, dedup_threshold=0.95):
+def _merged(candidates):
     best = {}
     for i, c in enumerate(candidates):
         j = best.get(c.content)
         if j is None or c.score > candidates[j].score:
             best[c.content] = i
-    pool = [candidates[i] for i in sorted(best.values())]
+    return [candidates[i] for i in sorted(best.values())]
+
+
+def reference_mmr(candidates, *, top_k=None, lambda_=0.7, dedup_threshold=0.95):
+    pool = _merged(candidates)
     n = len(pool)
     limit = n if top_k is None else min(top_k, n)
     if limit == 0:
@@ -113,7 +117,7 @@ def test_spec_example_prints_exactly_two_lines(capsys):
     ]
     selected = mmr_select(candidates, top_k=2, lambda_=0.7)
     for r in selected:
-        print(r.content)
+        print(r.content)  # noqa: T201 - the specification example prints
     assert capsys.readouterr().out == "Cats are great pets.\nThe Eiffel Tower is in Paris.\n"
     assert selected[0] is candidates[0]
     assert selected[1] is candidates[2]
@@ -212,13 +216,35 @@ def test_threshold_above_one_disables_dropping():
     assert mmr_select([a, twin, b], lambda_=1.0, dedup_threshold=1.0 + 1e-12) == [a, twin, b]
 
 
+def test_rounding_above_one_is_clipped():
+    # With these vectors the similarity formula rounds to 1 + 2**-52 (and -1 - 2**-52).
+    v = [3.0, 3.0]
+    a = result("a", 0.9, v)
+    twin = result("twin", 0.8, v)
+    just_above_one = float(np.nextafter(1.0, 2.0))
+    assert mmr_select([a, twin], dedup_threshold=just_above_one) == [a, twin]
+
+
+def test_rounding_below_minus_one_is_clipped():
+    # cos(-v, v) rounds to -1 - 2**-52 and cos(-3v, v) to -1 exactly; clipped, both are
+    # -1, so the two equal-score candidates tie and the earlier one wins.
+    a = result("a", 1.0, [3.0, 3.0])
+    triple = result("triple", 0.5, [-9.0, -9.0])
+    single = result("single", 0.5, [-3.0, -3.0])
+    selected = mmr_select([a, triple, single], lambda_=0.5, dedup_threshold=NO_DEDUP)
+    assert selected == [a, triple, single]
+
+
 def test_lambda_one_is_pure_relevance_order_with_dedup_still_applied():
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((30, 8))
     vectors[5] = vectors[2] * 1.001  # a near-duplicate of candidate 2
     scores = rng.permutation(np.linspace(0.0, 1.0, 30))
     scores[5] = scores[2] - 1e-6  # ranked right after it, but must be dropped
-    candidates = [result(f"doc {i}", float(s), v) for i, (s, v) in enumerate(zip(scores, vectors))]
+    candidates = [
+        result(f"doc {i}", float(s), v)
+        for i, (s, v) in enumerate(zip(scores, vectors, strict=True))
+    ]
     selected = mmr_select(candidates, lambda_=1.0)
     expected = [c for c in sorted(candidates, key=lambda c: -c.score) if c is not candidates[5]]
     assert selected == expected
@@ -271,9 +297,15 @@ def test_float32_and_float64_inputs_give_the_same_picks():
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((200, 32))
     scores = rng.random(200)
-    as64 = [result(f"d{i}", float(s), row) for i, (s, row) in enumerate(zip(scores, matrix))]
+    as64 = [
+        result(f"d{i}", float(s), row)
+        for i, (s, row) in enumerate(zip(scores, matrix, strict=True))
+    ]
     rows32 = matrix.astype(np.float32)
-    as32 = [result(f"d{i}", float(s), row) for i, (s, row) in enumerate(zip(scores, rows32))]
+    as32 = [
+        result(f"d{i}", float(s), row)
+        for i, (s, row) in enumerate(zip(scores, rows32, strict=True))
+    ]
     picks64 = mmr_select(as64, top_k=20, dedup_threshold=0.5)
     picks32 = mmr_select(as32, top_k=20, dedup_threshold=0.5)
     assert contents(picks32) == contents(picks64)
@@ -342,10 +374,12 @@ def test_argument_errors_even_without_candidates():
 
 def test_mismatched_embedding_sizes_name_both_sizes():
     candidates = [result("a", 0.5, [1.0, 0.0]), result("b", 0.4), result("c", 0.3, [1.0, 2, 3])]
-    with pytest.raises(ConfigError, match=r"2 \(first at candidate 0\).*3 \(first at candidate 2\)"):
+    with pytest.raises(
+        ConfigError, match=r"2 \(first at candidate 0\).*3 \(first at candidate 2\)"
+    ):
         mmr_select(candidates)
     arrays = [result("a", 0.5, np.zeros(4)), result("b", 0.4, np.zeros(5))]
-    with pytest.raises(ConfigError, match="4.*5"):
+    with pytest.raises(ConfigError, match=r"4 .*5 "):
         mmr_select(arrays)
 
 
@@ -357,7 +391,7 @@ def test_non_finite_score(score):
 
 
 def test_non_numeric_score():
-    with pytest.raises(ConfigError, match="candidate 1 .*not a number"):
+    with pytest.raises(ConfigError, match=r"candidate 1 .*not a number"):
         mmr_select([result("a", 0.5), result("b", "high")])
 
 
@@ -482,7 +516,10 @@ def test_same_picks_as_langchain_core(lambda_, seed):
         matrix = rng.standard_normal((n, d))
     query = rng.standard_normal(d)
     scores = _cosine_to_query(matrix, query)
-    candidates = [result(f"d{i}", float(s), row) for i, (s, row) in enumerate(zip(scores, matrix))]
+    candidates = [
+        result(f"d{i}", float(s), row)
+        for i, (s, row) in enumerate(zip(scores, matrix, strict=True))
+    ]
     expected = maximal_marginal_relevance(query, list(matrix), lambda_mult=lambda_, k=k)
     selected = mmr_select(candidates, top_k=k, lambda_=lambda_, dedup_threshold=NO_DEDUP)
     assert [candidates.index(r) for r in selected] == expected
@@ -529,7 +566,9 @@ def mmr_problems(draw):
     score = st.one_of(st.sampled_from([0.0, 0.25, 0.5, 1.0, -0.5]), st.floats(-1, 1))
     text = st.sampled_from(["a", "b", "c", "d", "e"]) | st.text(min_size=1, max_size=3)
     candidates = [
-        RetrievalResult(content=draw(text), score=draw(score), source="h", embedding=draw(embedding))
+        RetrievalResult(
+            content=draw(text), score=draw(score), source="h", embedding=draw(embedding)
+        )
         for _ in range(n)
     ]
     top_k = draw(st.none() | st.integers(0, n + 2))
@@ -541,7 +580,27 @@ def mmr_problems(draw):
 @settings(max_examples=250, deadline=None)
 @given(problem=mmr_problems(), block_settings=st.sampled_from(BLOCK_SETTINGS))
 def test_properties_and_agreement_with_reference(problem, block_settings):
-    candidates, top_k, lambda_, threshold = problem
+    check_against_reference(*problem, block_settings)
+
+
+def test_tie_between_a_stale_bound_and_the_best_exact_score():
+    # Found by hypothesis: with lambda_=0 every bound and exact score is a multiple of
+    # the same few values, so a never-refreshed candidate's bound can equal the best exact
+    # score exactly; it must be refreshed before the tie is broken by position.
+    vector = [1.0, 0.0, 0.0, 0.0]
+    candidates = [
+        result("a", 0.0, vector),
+        result("a", 0.0),
+        result("c", 0.0, vector),
+        result("d", 0.25),
+        result("b", 0.0),
+        result("0", 0.0),
+    ]
+    for block_settings in BLOCK_SETTINGS:
+        check_against_reference(candidates, None, 0.0, 0.5, block_settings)
+
+
+def check_against_reference(candidates, top_k, lambda_, threshold, block_settings):
     with mock.patch.multiple(mmr, **block_settings):
         selected = mmr_select(candidates, top_k=top_k, lambda_=lambda_, dedup_threshold=threshold)
 
@@ -582,7 +641,10 @@ def test_random_real_vectors_agree_with_reference(seed, n, k, lambda_, threshold
     rng = np.random.default_rng(seed)
     matrix = rng.standard_normal((n, 5))
     scores = rng.random(n)
-    candidates = [result(f"d{i}", float(s), row) for i, (s, row) in enumerate(zip(scores, matrix))]
+    candidates = [
+        result(f"d{i}", float(s), row)
+        for i, (s, row) in enumerate(zip(scores, matrix, strict=True))
+    ]
     selected = mmr_select(candidates, top_k=k, lambda_=lambda_, dedup_threshold=threshold)
     expected = reference_mmr(candidates, top_k=k, lambda_=lambda_, dedup_threshold=threshold)
     assert [id(r) for r in selected] == [id(r) for r in expected]

@@ -26,6 +26,7 @@ EXPECTED_ALL = {
     "__version__",
     "count_message_tokens",
     "count_tokens",
+    "count_tool_tokens",
     "mmr_select",
     "tiktoken_counter",
     "with_data_boundary",

@@ -15,6 +15,7 @@ from langchain_contextkit import (
     TokenizerUnavailableError,
     count_message_tokens,
     count_tokens,
+    count_tool_tokens,
     tiktoken_counter,
 )
 from langchain_contextkit import _token_model as model
@@ -281,3 +282,36 @@ def test_no_messages_no_tokens() -> None:
 def test_negative_image_tokens_rejected() -> None:
     with pytest.raises(ConfigError, match="image_tokens"):
         count_message_tokens([HumanMessage("x")], image_tokens=-1)
+
+
+# --- count_tool_tokens ---------------------------------------------------------------------
+
+
+def test_tool_schemas_are_counted_as_sent() -> None:
+    from langchain_core.tools import tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    @tool(description="Search the travel policy for a rule.")
+    def search_policy(query: str, limit: int = 5) -> str:
+        return query
+
+    schema = convert_to_openai_tool(search_policy)
+    as_sent = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    assert count_tool_tokens([search_policy], len) == len(as_sent)
+    assert count_tool_tokens([search_policy]) == count_tokens(as_sent)
+    assert count_tool_tokens([search_policy, schema]) == 2 * count_tokens(as_sent)
+    assert count_tool_tokens([]) == 0
+
+
+def test_longer_tool_descriptions_cost_more() -> None:
+    from langchain_core.tools import tool
+
+    @tool(description="Look up.")
+    def short(query: str) -> str:
+        return query
+
+    @tool(description="Look up a rule in the travel policy, with every exception and its history.")
+    def long(query: str) -> str:
+        return query
+
+    assert count_tool_tokens([long]) > count_tool_tokens([short])
