@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.budget import ContextConfig, SourceDemand, allocate
-from langchain_contextkit.mmr import RetrievalResult, mmr_select
+from langchain_contextkit.budget import ContextConfig, SourceAllocation, SourceDemand, allocate
+from langchain_contextkit.mmr import MMRRanking, RetrievalResult
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -55,6 +55,8 @@ class Assembly:
     block: str
     budget: int
     outcomes: dict[str, SourceOutcome]
+    block_tokens: int
+    """The block's size, measured on the rendered text."""
 
 
 def section_names(config: ContextConfig) -> list[str]:
@@ -88,18 +90,6 @@ def render_block(
     return "\n\n".join(sections)
 
 
-def _dedup(
-    candidates: Sequence[RetrievalResult], config: ContextConfig, outcome: SourceOutcome
-) -> list[RetrievalResult]:
-    outcome.fetched = len(candidates)
-    outcome.merged = len(candidates) - len({c.content for c in candidates})
-    selected = mmr_select(
-        candidates, lambda_=config.mmr_lambda, dedup_threshold=config.dedup_threshold
-    )
-    outcome.dropped_by_mmr = len(candidates) - outcome.merged - len(selected)
-    return selected
-
-
 def assemble(
     fetched: Mapping[str, Sequence[RetrievalResult]],
     *,
@@ -112,10 +102,14 @@ def assemble(
 ) -> Assembly:
     """MMR each source's candidates, allocate the budget, render the block.
 
-    The allocator prices each candidate by its rendered line and each section by its
-    heading (and fence). Token counts of pieces do not add up exactly to the count of the
-    whole, so the rendered block is measured at the end, and while it is over `budget` the
-    lowest-scored kept candidate is dropped: the block never exceeds the budget.
+    Each source's candidates are ranked by MMR lazily: the allocator pulls picks only
+    while the source could still fit its cheapest candidate, so the cost grows with what
+    the budget keeps, not with the square of what the sources return. The allocator
+    prices each candidate by its rendered line and each section by its heading (and
+    fence). Token counts of pieces do not add up exactly to the count of the whole, so the
+    rendered block is measured: while it is over `budget` the lowest-scored kept candidate
+    is dropped (the block never exceeds the budget), and while it has room the best
+    passed-over candidate that fits is added.
 
     Args:
         fetched: Each source's candidates in the source's own ranking (sources that failed
@@ -130,96 +124,120 @@ def assemble(
     Returns:
         The block and one outcome per source.
     """
-    outcomes = {name: SourceOutcome(name, error=(errors or {}).get(name)) for name in fetched}
-    selected = {name: _dedup(c, config, outcomes[name]) for name, c in fetched.items()}
+    rankings = {
+        name: MMRRanking(candidates, lambda_=config.mmr_lambda, dedup_threshold=config.dedup_threshold)
+        for name, candidates in fetched.items()
+    }
     demands = [
         SourceDemand(
             name,
-            [counter(_ITEM_PREFIX + c.content) + 1 for c in candidates],  # + the line break
+            [counter(_ITEM_PREFIX + c.content) + 1 for c in ranking.candidates],  # + line break
             overhead=counter(render_section(name, [], prompts, fenced=name in fenced)) + 1,
+            order=iter(ranking),
         )
-        for name, candidates in selected.items()
+        for name, ranking in rankings.items()
     ]
     allocation = allocate(budget, config.source_ratios, demands, allow_borrow=config.allow_borrow)
-    kept: dict[str, list[RetrievalResult]] = {}
-    for name, candidates in selected.items():
-        share = allocation[name]
-        outcome = outcomes[name]
-        outcome.quota, outcome.borrowed, outcome.used = share.quota, share.borrowed, share.used
-        kept[name] = [candidates[i] for i in share.kept]
+    layout = _Layout(rankings, {name: list(share.kept) for name, share in allocation.items()}, config, prompts, fenced)
 
-    block = render_block(kept, config, prompts, fenced)
-    while block and counter(block) > budget:
-        _drop_weakest(kept)
-        block = render_block(kept, config, prompts, fenced)
+    measured = layout.measure(counter)
+    while measured > budget:
+        layout.drop_weakest()
+        measured = layout.measure(counter)
     if config.allow_borrow:
-        block = _fill_measured_room(
-            block, kept, selected, demands, budget, config, prompts, counter, fenced
+        prices = {d.name: d for d in demands}
+        measured = layout.fill(allocation, prices, budget - measured, counter)
+
+    outcomes = {}
+    for name, ranking in rankings.items():
+        share = allocation[name]
+        kept = layout.kept_results(name)
+        outcomes[name] = SourceOutcome(
+            name,
+            fetched=len(fetched[name]),
+            merged=ranking.merged,
+            dropped_by_mmr=ranking.dropped,
+            dropped_for_budget=len(fetched[name]) - ranking.merged - ranking.dropped - len(kept),
+            quota=share.quota,
+            borrowed=share.borrowed,
+            used=share.used,
+            kept=kept,
+            error=(errors or {}).get(name),
         )
-
-    for name, candidates in selected.items():
-        outcomes[name].kept = kept[name]
-        outcomes[name].dropped_for_budget = len(candidates) - len(kept[name])
-    return Assembly(block=block, budget=budget, outcomes=outcomes)
-
-
-_MAX_FAILED_FILLS = 8
-"""Fill attempts that may fail before the fill pass gives up (bounds the re-renders)."""
-
-
-def _fill_measured_room(  # noqa: PLR0913, PLR0917 - the assembly's whole state
-    block: str,
-    kept: dict[str, list[RetrievalResult]],
-    selected: Mapping[str, Sequence[RetrievalResult]],
-    demands: Sequence[SourceDemand],
-    budget: int,
-    config: ContextConfig,
-    prompts: PromptRegistry,
-    counter: TokenCounter,
-    fenced: frozenset[str],
-) -> str:
-    """Add left-out candidates while the measured block still has room for them.
-
-    The allocator prices pieces separately, which overestimates a little (a line break is
-    cheaper inside a text than on its own), so the rendered block usually has a few idle
-    tokens: give them to the best left-out candidates that fit, measured on the real text.
-    """
-    room = budget - (counter(block) if block else 0)
-    failures = 0
-    costs = {d.name: d for d in demands}
-    for name, candidates in selected.items():
-        for index, candidate in enumerate(candidates):
-            if failures >= _MAX_FAILED_FILLS or room <= 0:
-                return block
-            price = costs[name].costs[index] + (0 if kept[name] else costs[name].overhead)
-            if candidate in kept[name] or price > room + _FILL_SLACK:
-                continue
-            trial = {**kept, name: _in_rank_order([*kept[name], candidate], candidates)}
-            trial_block = render_block(trial, config, prompts, fenced)
-            measured = counter(trial_block)
-            if measured <= budget:
-                kept[name] = trial[name]
-                block, room = trial_block, budget - measured
-            else:
-                failures += 1
-    return block
+    return Assembly(block=layout.text, budget=budget, outcomes=outcomes, block_tokens=measured)
 
 
 _FILL_SLACK = 4
 """Tokens a piece's separate price may overstate its cost inside the block."""
+_MAX_FAILED_FILLS = 8
+"""Fill attempts that may fail before the fill pass gives up (bounds the re-renders)."""
 
 
-def _in_rank_order(
-    items: list[RetrievalResult], ranking: Sequence[RetrievalResult]
-) -> list[RetrievalResult]:
-    position = {id(r): i for i, r in enumerate(ranking)}
-    return sorted(items, key=lambda r: position[id(r)])
+class _Layout:
+    """The kept candidates (indices into each ranking) and their rendered block."""
 
+    def __init__(
+        self,
+        rankings: Mapping[str, MMRRanking],
+        kept: dict[str, list[int]],
+        config: ContextConfig,
+        prompts: PromptRegistry,
+        fenced: frozenset[str],
+    ) -> None:
+        self.rankings = rankings
+        self.kept = kept  # per source, in priority order
+        self.config, self.prompts, self.fenced = config, prompts, fenced
+        self.text = self._render(kept)
 
-def _drop_weakest(kept: dict[str, list[RetrievalResult]]) -> None:
-    """Drop the lowest-scored kept candidate (the last one among equals)."""
-    name, index = min(
-        ((n, i) for n, items in kept.items() for i in range(len(items))),
-        key=lambda pair: (kept[pair[0]][pair[1]].score, -pair[1]),
-    )
-    del kept[name][index]
+    def kept_results(self, name: str) -> list[RetrievalResult]:
+        return [self.rankings[name].candidates[i] for i in self.kept[name]]
+
+    def _render(self, kept: Mapping[str, list[int]]) -> str:
+        results = {name: [self.rankings[name].candidates[i] for i in indices] for name, indices in kept.items()}
+        return render_block(results, self.config, self.prompts, self.fenced)
+
+    def measure(self, counter: TokenCounter) -> int:
+        return counter(self.text) if self.text else 0
+
+    def drop_weakest(self) -> None:
+        """Drop the lowest-scored kept candidate (the lowest-priority one among equals)."""
+        name, position = min(
+            ((n, p) for n, indices in self.kept.items() for p in range(len(indices))),
+            key=lambda pair: (self.rankings[pair[0]].candidates[self.kept[pair[0]][pair[1]]].score, -pair[1]),
+        )
+        del self.kept[name][position]
+        self.text = self._render(self.kept)
+
+    def fill(
+        self,
+        allocation: Mapping[str, SourceAllocation],
+        demands: Mapping[str, SourceDemand],
+        room: int,
+        counter: TokenCounter,
+    ) -> int:
+        """Add passed-over candidates while the measured block has room; return its size.
+
+        The allocator prices pieces separately, which overestimates a little (a line
+        break is cheaper inside a text than alone), so the rendered block usually has a
+        few idle tokens: give them to the best passed-over candidates that fit, measured
+        on the real text.
+        """
+        budget = room + self.measure(counter)
+        failures = 0
+        for name, share in allocation.items():
+            demand = demands[name]
+            rank = {index: position for position, index in enumerate(share.ranked)}
+            for index in share.passed_over:
+                if failures >= _MAX_FAILED_FILLS or room <= 0:
+                    return budget - room
+                price = demand.costs[index] + (0 if self.kept[name] else demand.overhead)
+                if price > room + _FILL_SLACK:
+                    continue
+                trial = {**self.kept, name: sorted([*self.kept[name], index], key=rank.__getitem__)}
+                text = self._render(trial)
+                size = counter(text)
+                if size <= budget:
+                    self.kept, self.text, room = trial, text, budget - size
+                else:
+                    failures += 1
+        return budget - room

@@ -117,7 +117,7 @@ _POLICY = [
 ] * 3  # a retriever that returns too much: MMR and the budget decide what stays
 
 
-def _policy_search(query: str) -> list[RetrievalResult]:
+def _policy_search(_query: str) -> list[RetrievalResult]:
     # Toy embeddings: one axis per topic; the two hotel lines share an axis, so MMR sees
     # them as near-duplicates. Repeats of a line are byte-identical and merge first.
     axis = {0: 0, 1: 1, 2: 1, 3: 2, 4: 3, 5: 4}
@@ -132,11 +132,11 @@ def _policy_search(query: str) -> list[RetrievalResult]:
     ]
 
 
-def _memory(query: str, scope: Scope) -> list[str]:
+def _memory(_query: str, scope: Scope) -> list[str]:
     return [f"{scope.user} travels to Berlin monthly and prefers trains under four hours."]
 
 
-def _broken_notes(query: str) -> list[str]:
+def _broken_notes(_query: str) -> list[str]:
     msg = "notes index is being rebuilt"
     raise ConnectionError(msg)
 

@@ -28,7 +28,7 @@ assert budget.rag_budget + budget.trajectory_budget(rag_in_scope=False) <= budge
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -234,16 +234,25 @@ class ContextConfig:
 
 @dataclass(frozen=True, slots=True)
 class SourceDemand:
-    """What one source asks of the budget: its candidates' costs, in priority order."""
+    """What one source asks of the budget: its candidates' costs and their priority order.
+
+    `order` may be lazy (a generator of MMR picks): the allocator pulls from it only while
+    the source has room for at least its cheapest candidate, so a long ranking is never
+    computed past what the budget can use. Candidates `order` never yields (near-duplicates
+    MMR dropped) are never kept.
+    """
 
     name: str
     """The source's name (its quota)."""
 
     costs: Sequence[int]
-    """Token cost of each candidate, best first."""
+    """Token cost of each candidate, by candidate index."""
 
     overhead: int = 0
     """Paid once if any candidate is kept (the section heading)."""
+
+    order: Iterable[int] | None = None
+    """Candidate indices, best first; all of them in index order when None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +269,15 @@ class SourceAllocation:
     kept: tuple[int, ...]
     """Indices of kept candidates, in priority order."""
 
+    ranked: tuple[int, ...] = ()
+    """Indices of every candidate the allocator pulled from the order, in priority order."""
+
+    @property
+    def passed_over(self) -> tuple[int, ...]:
+        """Ranked candidates that did not fit, in priority order."""
+        kept = set(self.kept)
+        return tuple(i for i in self.ranked if i not in kept)
+
     @property
     def borrowed(self) -> int:
         """Tokens used beyond the quota, lent by idle quotas in round two."""
@@ -267,42 +285,73 @@ class SourceAllocation:
 
 
 class _Ledger:
-    """Mutable state of one allocation run."""
+    """Mutable state of one source in one allocation run."""
 
     def __init__(self, demand: SourceDemand, quota: int) -> None:
         self.demand = demand
         self.quota = quota
         self.used = 0
+        self.costs = demand.costs
+        self.order: Iterator[int] = iter(range(len(demand.costs)) if demand.order is None else demand.order)
+        self.exhausted = not demand.costs
+        self.cheapest = min(demand.costs, default=0)
+        self.unranked_cost = sum(demand.costs)  # candidates not yet pulled from `order`
+        self.rank: dict[int, int] = {}  # candidate index -> position in `order`
         self.kept: list[int] = []
-        self.left: list[int] = list(range(len(demand.costs)))
+        self.passed_over: list[int] = []
 
     def price(self, index: int) -> int:
-        return self.demand.costs[index] + (0 if self.kept else self.demand.overhead)
+        return self.costs[index] + (0 if self.kept else self.demand.overhead)
+
+    def _pull(self) -> int | None:
+        index = next(self.order, None)
+        if index is None:
+            self.exhausted, self.unranked_cost = True, 0
+            return None
+        self.rank[index] = len(self.rank)
+        self.unranked_cost -= self.costs[index]
+        return index
 
     def take_fitting(self, room: int) -> int:
-        """Keep left-out candidates in priority order while they fit in `room`; return spent."""
+        """Keep candidates in priority order while they fit in `room`; return tokens spent.
+
+        Candidates passed over earlier are tried first (they rank higher), then new ones
+        are pulled from the order while the room could still hold the cheapest candidate.
+        """
         spent = 0
-        still_left = []
-        for index in self.left:
-            price = self.price(index)
-            if price <= room - spent:
+        passed_over = []
+        for index in self.passed_over:
+            if self.price(index) <= room - spent:
+                spent += self.price(index)
                 self.kept.append(index)
-                spent += price
             else:
-                still_left.append(index)
-        self.left = still_left
+                passed_over.append(index)
+        self.passed_over = passed_over
+        while not self.exhausted and room - spent >= self.cheapest + (0 if self.kept else self.demand.overhead):
+            index = self._pull()
+            if index is None:
+                break
+            if self.price(index) <= room - spent:
+                spent += self.price(index)
+                self.kept.append(index)
+            else:
+                self.passed_over.append(index)
         self.used += spent
         return spent
 
     def wanted(self) -> int:
-        if not self.left:
-            return 0
-        return sum(self.demand.costs[i] for i in self.left) + (
-            0 if self.kept else self.demand.overhead
-        )
+        """Tokens this source could still use: passed-over and not-yet-ranked candidates."""
+        want = sum(self.costs[i] for i in self.passed_over) + self.unranked_cost
+        return want + (self.demand.overhead if want and not self.kept else 0)
 
     def result(self) -> SourceAllocation:
-        return SourceAllocation(self.demand.name, self.quota, self.used, tuple(sorted(self.kept)))
+        return SourceAllocation(
+            self.demand.name,
+            self.quota,
+            self.used,
+            tuple(sorted(self.kept, key=self.rank.__getitem__)),
+            tuple(self.rank),  # dicts keep insertion order: the order of pulling
+        )
 
 
 def allocate(

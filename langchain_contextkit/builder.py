@@ -168,9 +168,7 @@ class ContextReport:
         return "\n".join(lines)
 
 
-def _report(
-    assembly: Assembly, text: str, counter: TokenCounter, seconds: Mapping[str, float]
-) -> ContextReport:
+def _report(assembly: Assembly, text: str, seconds: Mapping[str, float]) -> ContextReport:
     def line(o: SourceOutcome) -> SourceReport:
         return SourceReport(
             name=o.name,
@@ -189,7 +187,7 @@ def _report(
     return ContextReport(
         text=text,
         budget=assembly.budget,
-        block_tokens=counter(assembly.block) if assembly.block else 0,
+        block_tokens=assembly.block_tokens,
         sources=tuple(line(o) for o in assembly.outcomes.values()),
     )
 
@@ -433,12 +431,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         budget = self._block_budget(None, system)
         gathered = self._gather(query, chosen, scope, callbacks)
         assembly = self._assemble(gathered, budget, flat=True)
-        return _report(
-            assembly,
-            self._flat(query, assembly.block, system),
-            self.token_counter,
-            gathered.seconds,
-        )
+        return _report(assembly, self._flat(query, assembly.block, system), gathered.seconds)
 
     async def abuild_report(
         self,
@@ -455,12 +448,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         budget = self._block_budget(None, system)
         gathered = await self._agather(query, chosen, scope, callbacks)
         assembly = self._assemble(gathered, budget, flat=True)
-        return _report(
-            assembly,
-            self._flat(query, assembly.block, system),
-            self.token_counter,
-            gathered.seconds,
-        )
+        return _report(assembly, self._flat(query, assembly.block, system), gathered.seconds)
 
     def build_block_report(
         self,
@@ -485,7 +473,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         block_budget = self._block_budget(budget, "")
         gathered = self._gather(query, chosen, scope, callbacks)
         assembly = self._assemble(gathered, block_budget, flat=False)
-        return _report(assembly, assembly.block, self.token_counter, gathered.seconds)
+        return _report(assembly, assembly.block, gathered.seconds)
 
     async def abuild_block_report(
         self,
@@ -501,7 +489,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         block_budget = self._block_budget(budget, "")
         gathered = await self._agather(query, chosen, scope, callbacks)
         assembly = self._assemble(gathered, block_budget, flat=False)
-        return _report(assembly, assembly.block, self.token_counter, gathered.seconds)
+        return _report(assembly, assembly.block, gathered.seconds)
 
     def build(
         self,

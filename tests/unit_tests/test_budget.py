@@ -1,4 +1,5 @@
 import dataclasses
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -323,3 +324,31 @@ def test_bad_window_config(kwargs: dict[str, object]) -> None:
 def test_default_ratios_are_read_only() -> None:
     with pytest.raises(TypeError):
         DEFAULT_SOURCE_RATIOS["rag"] = 1.0  # type: ignore[index]
+
+
+def test_lazy_order_is_pulled_only_while_room_is_left() -> None:
+    pulled: list[int] = []
+
+    def order() -> Iterator[int]:
+        for index in range(1000):
+            pulled.append(index)
+            yield index
+
+    costs = [50] * 1000
+    result = allocate(220, {"rag": 1.0}, [SourceDemand("rag", costs, order=order())])
+    assert result["rag"].kept == (0, 1, 2, 3)
+    assert len(pulled) == 4  # room 20 < cheapest 50: the rest of the ranking is never computed
+
+
+def test_order_decides_priority_and_unranked_candidates_are_never_kept() -> None:
+    # Candidate 1 is a near-duplicate MMR dropped: the order never yields it.
+    result = allocate(1000, {"rag": 1.0}, [SourceDemand("rag", [10, 10, 10, 10], order=iter([3, 0, 2]))])
+    assert result["rag"].kept == (3, 0, 2)
+    assert result["rag"].used == 30
+
+
+def test_passed_over_candidates_are_reported_in_order() -> None:
+    result = allocate(100, {"rag": 1.0}, [SourceDemand("rag", [60, 80, 30, 90])], allow_borrow=False)
+    assert result["rag"].kept == (0, 2)
+    # 90 is never ranked: once 10 tokens are left, not even the cheapest (30) could fit.
+    assert result["rag"].passed_over == (1,)

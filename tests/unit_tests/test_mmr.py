@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import textwrap
+import typing
 from unittest import mock
 
 import numpy as np
@@ -15,7 +18,7 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_contextkit import mmr
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.mmr import RetrievalResult, mmr_select
+from langchain_contextkit.mmr import MMRRanking, RetrievalResult, mmr_select
 
 NO_DEDUP = 1.01
 
@@ -123,13 +126,13 @@ def test_spec_example_prints_exactly_two_lines(capsys):
     assert selected[1] is candidates[2]
 
 
-def test_docstring_example_is_the_spec_example():
-    # The example in the module docstring must stay runnable and give the same output.
-    doc = mmr.__doc__
-    assert doc is not None
-    code = doc.split("```python\n", 1)[1].split("```", 1)[0]
+@pytest.mark.parametrize("doc", [mmr.__doc__, mmr_select.__doc__], ids=["module", "function"])
+def test_docstring_examples_run_and_print_the_documented_lines(doc):
+    code = textwrap.dedent(doc.split("```python\n", 1)[1].split("```", 1)[0])
     printed = []
-    exec(code, {"print": printed.append})  # noqa: S102 - our own docstring
+    namespace = {"print": printed.append, "RetrievalResult": RetrievalResult}
+    namespace["mmr_select"] = mmr_select
+    exec(code, namespace)  # noqa: S102 - our own docstring
     assert printed == ["Cats are great pets.", "The Eiffel Tower is in Paris."]
     assert "# Cats are great pets.\n# The Eiffel Tower is in Paris." in code
 
@@ -226,7 +229,7 @@ def test_rounding_above_one_is_clipped():
 
 
 def test_rounding_below_minus_one_is_clipped():
-    # cos(-v, v) rounds to -1 - 2**-52 and cos(-3v, v) to -1 exactly; clipped, both are
+    # cos(-v, v) rounds to -1 - 2**-52 and cos(-3v, v) to -1 exactly; both must count as
     # -1, so the two equal-score candidates tie and the earlier one wins.
     a = result("a", 1.0, [3.0, 3.0])
     triple = result("triple", 0.5, [-9.0, -9.0])
@@ -286,7 +289,7 @@ def test_top_k_none_returns_everything_but_dropped_near_duplicates():
     assert contents(mmr_select(candidates)) == ["a", "b", "c"]
 
 
-def test_returns_the_input_objects_in_pick_order():
+def test_returns_input_objects_without_duplicates():
     candidates = [result(f"doc {i}", float(i % 3), [float(i), 1.0]) for i in range(8)]
     selected = mmr_select(candidates, top_k=5, dedup_threshold=NO_DEDUP)
     assert len({id(r) for r in selected}) == 5
@@ -310,6 +313,25 @@ def test_float32_and_float64_inputs_give_the_same_picks():
     picks32 = mmr_select(as32, top_k=20, dedup_threshold=0.5)
     assert contents(picks32) == contents(picks64)
     assert all(r.embedding.dtype == np.float32 for r in picks32)
+
+
+@pytest.mark.parametrize(
+    ("embeddings", "dtype"),
+    [
+        ([np.ones(3, dtype=np.float32), np.arange(3, dtype=np.float32)], np.float32),
+        ([np.ones(3), np.arange(3.0)], np.float64),
+        ([[1.0, 1.0, 1.0], [0.0, 1.0, 2.0]], np.float64),
+        ([[1, 1, 1], [0, 1, 2]], np.float64),
+        ([np.ones(3, dtype=np.float16), np.arange(3, dtype=np.float16)], np.float32),
+        ([np.ones(3, dtype=np.float32), None], np.float32),
+    ],
+)
+def test_embedding_dtype_is_kept_or_made_float(embeddings, dtype):
+    pool = [result(f"d{i}", 0.5, e) for i, e in enumerate(embeddings)]
+    matrix, inv_norm = mmr._embedding_matrix(pool, None)
+    assert matrix.dtype == dtype
+    assert inv_norm.dtype == dtype
+    assert matrix.shape == (len(embeddings), 3)
 
 
 def test_mixed_list_and_array_embeddings():
@@ -489,6 +511,12 @@ def test_equality_compares_embedding_values():
     assert a != "t"
 
 
+def test_type_hints_resolve_at_runtime():
+    hints = typing.get_type_hints(RetrievalResult)
+    assert hints["score"] is float
+    assert set(hints) == {"content", "score", "source", "embedding", "metadata"}
+
+
 def test_result_is_frozen():
     r = result("t", 0.5)
     with pytest.raises(AttributeError):
@@ -537,6 +565,15 @@ def _integer_candidates(rng, n, d, *, missing=0.1, duplicates=0.1):
     return candidates
 
 
+def test_no_limit_picks_everything_in_reference_order():
+    rng = np.random.default_rng(11)
+    candidates = _integer_candidates(rng, 300, 5, duplicates=0.0)
+    selected = mmr_select(candidates, lambda_=0.5, dedup_threshold=NO_DEDUP)
+    expected = reference_mmr(candidates, lambda_=0.5, dedup_threshold=NO_DEDUP)
+    assert len(selected) == 300
+    assert [id(r) for r in selected] == [id(r) for r in expected]
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("lambda_", [0.3, 0.7])
 def test_matches_reference_on_larger_inputs_with_ties(seed, lambda_):
@@ -552,9 +589,41 @@ def test_matches_reference_on_larger_inputs_with_ties(seed, lambda_):
 # Tiny blocks force the multi-block, fallback and full-matrix code paths on small inputs.
 BLOCK_SETTINGS = [
     {"_MIN_BLOCK": mmr._MIN_BLOCK},  # the defaults
-    {"_MIN_BLOCK": 1, "_BLOCK_PER_PICK": 1, "_MAX_BLOCK": 2, "_FULL_MATRIX_FRACTION": 0.0},
-    {"_MIN_BLOCK": 2, "_BLOCK_PER_PICK": 1, "_MAX_BLOCK": 3, "_FULL_MATRIX_FRACTION": 1.0},
+    {
+        "_MIN_BLOCK": 1,
+        "_BLOCK_PER_PICK": 1,
+        "_MAX_BLOCK": 2,
+        "_FULL_MATRIX_FRACTION": 0.0,
+        "_GEMV_MAX_PICKS": 1,
+    },
+    {
+        "_MIN_BLOCK": 2,
+        "_BLOCK_PER_PICK": 1,
+        "_MAX_BLOCK": 3,
+        "_FULL_MATRIX_FRACTION": 1.0,
+        "_GEMV_MAX_PICKS": 100,
+    },
+    {"_MIN_BLOCK": 4, "_BLOCK_PER_PICK": 1, "_MAX_BLOCK": 8},
 ]
+
+
+@pytest.mark.parametrize("block_settings", BLOCK_SETTINGS)
+@pytest.mark.parametrize("seed", range(3))
+def test_small_blocks_match_reference_on_random_vectors(block_settings, seed):
+    # Many small blocks: candidates get refreshed at different times, so refresh batches
+    # mix candidates that lag behind by different numbers of picks.
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((150, 4))
+    scores = rng.random(150)
+    candidates = [
+        result(f"d{i}", float(s), row)
+        for i, (s, row) in enumerate(zip(scores, matrix, strict=True))
+    ]
+    for lambda_ in (0.3, 0.7):
+        with mock.patch.multiple(mmr, **block_settings):
+            selected = mmr_select(candidates, top_k=30, lambda_=lambda_, dedup_threshold=0.9)
+        expected = reference_mmr(candidates, top_k=30, lambda_=lambda_, dedup_threshold=0.9)
+        assert [id(r) for r in selected] == [id(r) for r in expected]
 
 
 @st.composite
@@ -648,3 +717,57 @@ def test_random_real_vectors_agree_with_reference(seed, n, k, lambda_, threshold
     selected = mmr_select(candidates, top_k=k, lambda_=lambda_, dedup_threshold=threshold)
     expected = reference_mmr(candidates, top_k=k, lambda_=lambda_, dedup_threshold=threshold)
     assert [id(r) for r in selected] == [id(r) for r in expected]
+
+
+# --- MMRRanking: the lazy form the context builder uses --------------------------------------
+
+
+@given(data=st.data())
+@settings(max_examples=150, deadline=None)
+def test_lazy_ranking_yields_exactly_the_picks_of_mmr_select(data: st.DataObject) -> None:
+    n = data.draw(st.integers(0, 60))
+    d = data.draw(st.integers(1, 6))
+    vectors = data.draw(
+        st.lists(st.lists(st.floats(-1, 1, width=32), min_size=d, max_size=d), min_size=n, max_size=n)
+    )
+    scores = data.draw(st.lists(st.floats(0, 1), min_size=n, max_size=n))
+    texts = data.draw(st.lists(st.sampled_from("abcdefghij"), min_size=n, max_size=n))
+    candidates = [
+        RetrievalResult(content=t, score=s, source="rag", embedding=v)
+        for t, s, v in zip(texts, scores, vectors, strict=True)
+    ]
+    lam = data.draw(st.floats(0, 1))
+    threshold = data.draw(st.sampled_from([0.5, 0.95, 1.01]))
+    expected = mmr_select(candidates, lambda_=lam, dedup_threshold=threshold)
+    ranking = MMRRanking(candidates, lambda_=lam, dedup_threshold=threshold)
+    stop = data.draw(st.integers(0, len(expected)))
+    first = [ranking.candidates[i] for i in itertools.islice(ranking, stop)]
+    assert [id(r) for r in first] == [id(r) for r in expected[:stop]]
+    replay = [ranking.candidates[i] for i in ranking]  # replays, then continues
+    assert [id(r) for r in replay] == [id(r) for r in expected]
+    assert ranking.merged + ranking.dropped + len(expected) == len(candidates)
+
+
+def test_lazy_ranking_computes_only_what_is_pulled() -> None:
+    rng = np.random.default_rng(7)
+    candidates = [
+        RetrievalResult(content=f"doc {i}", score=1 - i / 5000, source="rag", embedding=rng.normal(size=16))
+        for i in range(5000)
+    ]
+    ranking = MMRRanking(candidates)
+    first = list(itertools.islice(ranking, 3))
+    assert first[0] == 0  # the best score
+    assert list(itertools.islice(ranking, 3)) == first  # a second pass replays
+    assert ranking._state is not None
+    assert len(ranking._state.picks) < 600  # one block at most, not all 5000
+
+
+def test_lazy_ranking_of_nothing() -> None:
+    ranking = MMRRanking([])
+    assert list(ranking) == []
+    assert (ranking.merged, ranking.dropped) == (0, 0)
+
+
+def test_lazy_ranking_checks_arguments() -> None:
+    with pytest.raises(ConfigError):
+        MMRRanking([], lambda_=2.0)
