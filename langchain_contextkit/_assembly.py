@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from langchain_contextkit.budget import ContextConfig, SourceAllocation, SourceDemand, allocate
 from langchain_contextkit.mmr import MMRRanking, RetrievalResult
+from langchain_contextkit.tokens import count_each
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -131,7 +132,7 @@ def assemble(
     demands = [
         SourceDemand(
             name,
-            [counter(_ITEM_PREFIX + c.content) + 1 for c in ranking.candidates],  # + line break
+            [n + 1 for n in count_each([_ITEM_PREFIX + c.content for c in ranking.candidates], counter)],
             overhead=counter(render_section(name, [], prompts, fenced=name in fenced)) + 1,
             order=iter(ranking),
         )

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["count_text_tokens"]
+__all__ = ["count_text_tokens", "count_texts_tokens"]
 
 # Character classes. CJK classes are contiguous (HAN..CJK_PUNCT) so one range test finds them.
 SPACE, NEWLINE, OTHER_SPACE, LOWER, UPPER, DIGIT, PUNCT = range(7)
@@ -266,3 +266,61 @@ def count_text_tokens(text: str) -> int:
         milli += block_milli
         cjk += block_cjk
     return _finish(cjk, milli)
+
+
+_BATCH_CHARS = 1 << 22
+"""Texts are counted together in batches of about this many characters."""
+
+
+def count_texts_tokens(texts: list[str]) -> list[int]:
+    """Estimate the tokens of each text; equal to `count_text_tokens` on each, faster.
+
+    Many small texts (candidate lines, messages) are joined and classified in one numpy
+    pass; each text's charges are then summed over its own span, with its first character
+    priced as a text start and letter runs cut at its boundaries.
+    """
+    counts = [0] * len(texts)
+    batch: list[int] = []
+    size = 0
+    for i, text in enumerate(texts):
+        if len(text) >= _BLOCK:
+            counts[i] = count_text_tokens(text)
+        elif text:
+            batch.append(i)
+            size += len(text)
+            if size >= _BATCH_CHARS:
+                _count_batch(texts, batch, counts)
+                batch, size = [], 0
+    if batch:
+        _count_batch(texts, batch, counts)
+    return counts
+
+
+def _count_batch(texts: list[str], batch: list[int], counts: list[int]) -> None:
+    joined = "".join(texts[i] for i in batch)
+    cls = np.frombuffer(_classify(joined), dtype=np.uint8)
+    lengths = np.fromiter((len(texts[i]) for i in batch), dtype=np.intp, count=len(batch))
+    starts = np.concatenate(([0], np.cumsum(lengths[:-1])))
+
+    cost = np.empty(len(cls), dtype=np.int64)
+    np.take(PAIR_COST, cls[:-1] * np.uint8(N_CLASSES) + cls[1:], out=cost[1:])  # take: 2x indexing
+    cost[starts] = FIRST_COST[cls[starts]]  # each text starts afresh
+
+    letters = np.frombuffer(cls.tobytes().translate(_LETTER_TRANSLATION), dtype=np.bool_)
+    if letters.size > LONG_RUN:
+        window = letters
+        for width in (1, 2, 4, 8):
+            window = window[width:] & window[:-width]
+        long_positions = np.flatnonzero(window[1:] & window[:-1]) + LONG_RUN
+        if long_positions.size:
+            # A run counts only within its own text: its 17 letters must follow the start.
+            own_start = starts[np.searchsorted(starts, long_positions, side="right") - 1]
+            cost[long_positions[long_positions - own_start >= LONG_RUN]] += LONG_RUN_RATE
+
+    milli = np.add.reduceat(cost, starts)
+    if joined.isascii():
+        cjk = np.zeros(len(batch), dtype=np.int64)
+    else:
+        cjk = np.add.reduceat((cls >= HAN).astype(np.int64), starts)
+    for i, m, c in zip(batch, milli.tolist(), cjk.tolist(), strict=True):
+        counts[i] = _finish(c, m)

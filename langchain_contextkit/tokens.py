@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit._token_model import count_text_tokens
+from langchain_contextkit._token_model import count_text_tokens, count_texts_tokens
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_IMAGE_TOKENS",
     "TiktokenCounter",
     "TokenCounter",
+    "count_each",
     "count_message_tokens",
     "count_tokens",
     "count_tool_tokens",
@@ -92,6 +93,35 @@ def count_tokens(text: str) -> int:
     return count_text_tokens(text)
 
 
+def count_each(texts: Sequence[str], counter: TokenCounter = count_tokens) -> list[int]:
+    """Count the tokens of many texts at once; the same as `[counter(t) for t in texts]`.
+
+    Faster for the counters this library ships: `count_tokens` classifies all the texts in
+    one vectorised pass, and a `TiktokenCounter` encodes them in tiktoken's threaded batch.
+    Any other counter is called once per text.
+
+    Args:
+        texts: The texts to measure.
+        counter: Counts the tokens of one string.
+
+    Returns:
+        One count per text, in order.
+
+    Example:
+        ```python
+        from langchain_contextkit import count_each, count_tokens
+
+        lines = ["hello world", "你好世界", ""]
+        assert count_each(lines) == [count_tokens(line) for line in lines] == [3, 4, 0]
+        ```
+    """
+    if counter is count_tokens:
+        return count_texts_tokens(list(texts))
+    if isinstance(counter, TiktokenCounter):
+        return counter.count_each(texts)
+    return [counter(text) for text in texts]
+
+
 class TiktokenCounter:
     """A `TokenCounter` backed by a tiktoken encoding.
 
@@ -100,7 +130,7 @@ class TiktokenCounter:
     `tiktoken_counter`, which caches it.
     """
 
-    __slots__ = ("_encode", "encoding_name")
+    __slots__ = ("_encode", "_encode_batch", "encoding_name")
 
     def __init__(self, encoding: Any) -> None:  # noqa: ANN401 - tiktoken ships no type stubs
         """Wrap a loaded `tiktoken.Encoding`.
@@ -109,11 +139,16 @@ class TiktokenCounter:
             encoding: The encoding to count with.
         """
         self._encode: Callable[[str], list[int]] = encoding.encode_ordinary
+        self._encode_batch: Callable[[list[str]], list[list[int]]] = encoding.encode_ordinary_batch
         self.encoding_name: str = encoding.name
 
     def __call__(self, text: str) -> int:
         """Return the exact number of tokens of `text` in this encoding."""
         return len(self._encode(text))
+
+    def count_each(self, texts: Sequence[str]) -> list[int]:
+        """Count many texts with tiktoken's threaded batch encoder."""
+        return [len(tokens) for tokens in self._encode_batch(list(texts))]
 
     def __repr__(self) -> str:
         """Name the encoding."""

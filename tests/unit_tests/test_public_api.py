@@ -24,6 +24,7 @@ EXPECTED_ALL = {
     "TokenCounter",
     "TokenizerUnavailableError",
     "__version__",
+    "count_each",
     "count_message_tokens",
     "count_tokens",
     "count_tool_tokens",

@@ -13,6 +13,7 @@ from langchain_contextkit import (
     ConfigError,
     TiktokenCounter,
     TokenizerUnavailableError,
+    count_each,
     count_message_tokens,
     count_tokens,
     count_tool_tokens,
@@ -315,3 +316,28 @@ def test_longer_tool_descriptions_cost_more() -> None:
         return query
 
     assert count_tool_tokens([long]) > count_tool_tokens([short])
+
+
+# --- count_each -----------------------------------------------------------------------------
+
+
+@given(batch=st.lists(texts, max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_count_each_equals_counting_one_by_one(batch: list[str]) -> None:
+    assert count_each(batch) == [count_tokens(t) for t in batch]
+
+
+def test_count_each_long_texts_and_batch_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    batch = ["word " * 30, "x" * 50, "你好" * 10, "", "A" * 40 + "b" * 40, "12345" * 9]
+    expected = [count_tokens(t) for t in batch]
+    monkeypatch.setattr(model, "_BATCH_CHARS", 60)  # several batches
+    assert count_each(batch) == expected
+    monkeypatch.setattr(model, "_BLOCK", 100)  # long texts counted on their own
+    assert count_each(batch) == [model.count_text_tokens(t) for t in batch]
+
+
+def test_count_each_with_tiktoken_and_other_counters() -> None:
+    batch = ["hello world", "你好世界", ""]
+    exact = _cl100k()
+    assert count_each(batch, exact) == [exact(t) for t in batch]
+    assert count_each(batch, len) == [11, 4, 0]
