@@ -1,4 +1,3 @@
-# Copyright (c) 2026 langchain-contextkit developers
 """Benchmark `ContextBuilder.build_block_report`: scaling, and cost next to a vector search.
 
 Usage: `python bench/bench_builder.py [--quick] [--profile] [--blas-threads N]`

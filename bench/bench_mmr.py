@@ -1,4 +1,3 @@
-# Copyright (c) 2026 langchain-contextkit developers
 """Benchmark `mmr_select` against langchain-core's `maximal_marginal_relevance`.
 
 Usage: `python bench/bench_mmr.py [--quick]`

@@ -126,20 +126,31 @@ def assemble(
         The block and one outcome per source.
     """
     rankings = {
-        name: MMRRanking(candidates, lambda_=config.mmr_lambda, dedup_threshold=config.dedup_threshold)
+        name: MMRRanking(
+            candidates, lambda_=config.mmr_lambda, dedup_threshold=config.dedup_threshold
+        )
         for name, candidates in fetched.items()
     }
     demands = [
         SourceDemand(
             name,
-            [n + 1 for n in count_each([_ITEM_PREFIX + c.content for c in ranking.candidates], counter)],
+            [
+                n + 1
+                for n in count_each([_ITEM_PREFIX + c.content for c in ranking.candidates], counter)
+            ],
             overhead=counter(render_section(name, [], prompts, fenced=name in fenced)) + 1,
             order=iter(ranking),
         )
         for name, ranking in rankings.items()
     ]
     allocation = allocate(budget, config.source_ratios, demands, allow_borrow=config.allow_borrow)
-    layout = _Layout(rankings, {name: list(share.kept) for name, share in allocation.items()}, config, prompts, fenced)
+    layout = _Layout(
+        rankings,
+        {name: list(share.kept) for name, share in allocation.items()},
+        config,
+        prompts,
+        fenced,
+    )
 
     measured = layout.measure(counter)
     while measured > budget:
@@ -194,7 +205,10 @@ class _Layout:
         return [self.rankings[name].candidates[i] for i in self.kept[name]]
 
     def _render(self, kept: Mapping[str, list[int]]) -> str:
-        results = {name: [self.rankings[name].candidates[i] for i in indices] for name, indices in kept.items()}
+        results = {
+            name: [self.rankings[name].candidates[i] for i in indices]
+            for name, indices in kept.items()
+        }
         return render_block(results, self.config, self.prompts, self.fenced)
 
     def measure(self, counter: TokenCounter) -> int:
@@ -204,7 +218,10 @@ class _Layout:
         """Drop the lowest-scored kept candidate (the lowest-priority one among equals)."""
         name, position = min(
             ((n, p) for n, indices in self.kept.items() for p in range(len(indices))),
-            key=lambda pair: (self.rankings[pair[0]].candidates[self.kept[pair[0]][pair[1]]].score, -pair[1]),
+            key=lambda pair: (
+                self.rankings[pair[0]].candidates[self.kept[pair[0]][pair[1]]].score,
+                -pair[1],
+            ),
         )
         del self.kept[name][position]
         self.text = self._render(self.kept)

@@ -292,7 +292,9 @@ class _Ledger:
         self.quota = quota
         self.used = 0
         self.costs = demand.costs
-        self.order: Iterator[int] = iter(range(len(demand.costs)) if demand.order is None else demand.order)
+        self.order: Iterator[int] = iter(
+            range(len(demand.costs)) if demand.order is None else demand.order
+        )
         self.exhausted = not demand.costs
         self.cheapest = min(demand.costs, default=0)
         self.unranked_cost = sum(demand.costs)  # candidates not yet pulled from `order`
@@ -327,17 +329,21 @@ class _Ledger:
             else:
                 passed_over.append(index)
         self.passed_over = passed_over
-        while not self.exhausted and room - spent >= self.cheapest + (0 if self.kept else self.demand.overhead):
-            index = self._pull()
-            if index is None:
+        while not self.exhausted and room - spent >= self.cheapest_price():
+            pulled = self._pull()
+            if pulled is None:
                 break
-            if self.price(index) <= room - spent:
-                spent += self.price(index)
-                self.kept.append(index)
+            if self.price(pulled) <= room - spent:
+                spent += self.price(pulled)
+                self.kept.append(pulled)
             else:
-                self.passed_over.append(index)
+                self.passed_over.append(pulled)
         self.used += spent
         return spent
+
+    def cheapest_price(self) -> int:
+        """A lower bound of what any candidate not yet ranked would cost."""
+        return self.cheapest + (0 if self.kept else self.demand.overhead)
 
     def wanted(self) -> int:
         """Tokens this source could still use: passed-over and not-yet-ranked candidates."""

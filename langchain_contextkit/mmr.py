@@ -1,4 +1,3 @@
-# Copyright (c) 2026 langchain-contextkit developers
 """Maximal marginal relevance (MMR) selection of retrieval results.
 
 Retrieval often returns several passages that say the same thing. Sending all of them to

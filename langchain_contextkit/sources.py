@@ -1,4 +1,3 @@
-# Copyright (c) 2026 langchain-contextkit developers
 """Context sources: where the builder's candidates come from.
 
 A source has a `name` (the budget quota it draws from) and returns

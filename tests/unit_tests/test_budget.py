@@ -342,13 +342,17 @@ def test_lazy_order_is_pulled_only_while_room_is_left() -> None:
 
 def test_order_decides_priority_and_unranked_candidates_are_never_kept() -> None:
     # Candidate 1 is a near-duplicate MMR dropped: the order never yields it.
-    result = allocate(1000, {"rag": 1.0}, [SourceDemand("rag", [10, 10, 10, 10], order=iter([3, 0, 2]))])
+    result = allocate(
+        1000, {"rag": 1.0}, [SourceDemand("rag", [10, 10, 10, 10], order=iter([3, 0, 2]))]
+    )
     assert result["rag"].kept == (3, 0, 2)
     assert result["rag"].used == 30
 
 
 def test_passed_over_candidates_are_reported_in_order() -> None:
-    result = allocate(100, {"rag": 1.0}, [SourceDemand("rag", [60, 80, 30, 90])], allow_borrow=False)
+    result = allocate(
+        100, {"rag": 1.0}, [SourceDemand("rag", [60, 80, 30, 90])], allow_borrow=False
+    )
     assert result["rag"].kept == (0, 2)
     # 90 is never ranked: once 10 tokens are left, not even the cheapest (30) could fit.
     assert result["rag"].passed_over == (1,)

@@ -1,4 +1,3 @@
-# Copyright (c) 2026 langchain-contextkit developers
 """Tests for `langchain_contextkit.mmr`."""
 
 from __future__ import annotations
@@ -728,7 +727,9 @@ def test_lazy_ranking_yields_exactly_the_picks_of_mmr_select(data: st.DataObject
     n = data.draw(st.integers(0, 60))
     d = data.draw(st.integers(1, 6))
     vectors = data.draw(
-        st.lists(st.lists(st.floats(-1, 1, width=32), min_size=d, max_size=d), min_size=n, max_size=n)
+        st.lists(
+            st.lists(st.floats(-1, 1, width=32), min_size=d, max_size=d), min_size=n, max_size=n
+        )
     )
     scores = data.draw(st.lists(st.floats(0, 1), min_size=n, max_size=n))
     texts = data.draw(st.lists(st.sampled_from("abcdefghij"), min_size=n, max_size=n))
@@ -751,7 +752,9 @@ def test_lazy_ranking_yields_exactly_the_picks_of_mmr_select(data: st.DataObject
 def test_lazy_ranking_computes_only_what_is_pulled() -> None:
     rng = np.random.default_rng(7)
     candidates = [
-        RetrievalResult(content=f"doc {i}", score=1 - i / 5000, source="rag", embedding=rng.normal(size=16))
+        RetrievalResult(
+            content=f"doc {i}", score=1 - i / 5000, source="rag", embedding=rng.normal(size=16)
+        )
         for i in range(5000)
     ]
     ranking = MMRRanking(candidates)

@@ -1,4 +1,3 @@
-# Copyright (c) 2026 langchain-contextkit developers
 """Tests for `langchain_contextkit.sources`."""
 
 from __future__ import annotations
