@@ -4,6 +4,8 @@ Decide what enters a model's window, keep it inside one explicit token ledger, a
 compact what overflows. Everything public is importable from the package root.
 """
 
+import logging
+
 from langchain_contextkit._version import __version__
 from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
 from langchain_contextkit.builder import BudgetedRetriever, ContextBuilder, ContextReport
@@ -56,3 +58,6 @@ __all__ = [
     "tiktoken_counter",
     "with_data_boundary",
 ]
+
+# A library logs, the application decides where logs go (the logging HOWTO's advice).
+logging.getLogger(__name__).addHandler(logging.NullHandler())

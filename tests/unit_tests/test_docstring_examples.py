@@ -7,6 +7,7 @@ import io
 import pkgutil
 import re
 import textwrap
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -64,3 +65,15 @@ def test_docstring_example_runs(where: str, code: str) -> None:
     shown = printed.getvalue().splitlines()
     if expected and shown and len(expected) == len(shown):
         assert shown == expected
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+@pytest.mark.skipif(not README.is_file(), reason="README.md is not beside the tests")
+def test_readme_examples_run() -> None:
+    blocks = _FENCE.findall(README.read_text(encoding="utf-8"))
+    assert blocks, "the README has no python example"
+    for i, code in enumerate(blocks):
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(code, f"README.md[{i}]", "exec"), {"__name__": "__example__"})  # noqa: S102
