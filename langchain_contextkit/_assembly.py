@@ -153,12 +153,12 @@ def assemble(
     )
 
     measured = layout.measure(counter)
-    while measured > budget:
+    if config.allow_borrow and measured < budget:
+        if layout.fill(allocation, {d.name: d for d in demands}, budget - measured, counter):
+            measured = layout.measure(counter)
+    while measured > budget:  # the rendered block, measured whole, is what must fit
         layout.drop_weakest()
         measured = layout.measure(counter)
-    if config.allow_borrow:
-        prices = {d.name: d for d in demands}
-        measured = layout.fill(allocation, prices, budget - measured, counter)
 
     outcomes = {}
     for name, ranking in rankings.items():
@@ -226,36 +226,46 @@ class _Layout:
         del self.kept[name][position]
         self.text = self._render(self.kept)
 
+    def _section(self, name: str, indices: list[int]) -> str:
+        items = [self.rankings[name].candidates[i].content for i in indices]
+        return render_section(name, items, self.prompts, fenced=name in self.fenced)
+
     def fill(
         self,
         allocation: Mapping[str, SourceAllocation],
         demands: Mapping[str, SourceDemand],
         room: int,
         counter: TokenCounter,
-    ) -> int:
-        """Add passed-over candidates while the measured block has room; return its size.
+    ) -> bool:
+        """Add passed-over candidates while the block seems to have room; True if any was.
 
         The allocator prices pieces separately, which overestimates a little (a line
         break is cheaper inside a text than alone), so the rendered block usually has a
-        few idle tokens: give them to the best passed-over candidates that fit, measured
-        on the real text.
+        few idle tokens: give them to the best passed-over candidates that fit. A trial
+        re-measures only the section it changes (the block can be large); the caller
+        measures the whole block afterwards and trims it if the estimate was off.
         """
-        budget = room + self.measure(counter)
         failures = 0
+        added = False
         for name, share in allocation.items():
             demand = demands[name]
             rank = {index: position for position, index in enumerate(share.ranked)}
+            section_size = counter(self._section(name, self.kept[name])) if self.kept[name] else 0
             for index in share.passed_over:
                 if failures >= _MAX_FAILED_FILLS or room <= 0:
-                    return budget - room
+                    break
                 price = demand.costs[index] + (0 if self.kept[name] else demand.overhead)
                 if price > room + _FILL_SLACK:
                     continue
-                trial = {**self.kept, name: sorted([*self.kept[name], index], key=rank.__getitem__)}
-                text = self._render(trial)
-                size = counter(text)
-                if size <= budget:
-                    self.kept, self.text, room = trial, text, budget - size
+                trial = sorted([*self.kept[name], index], key=rank.__getitem__)
+                trial_size = counter(self._section(name, trial))
+                # Sections are joined by a blank line; keep one token of margin for it.
+                growth = trial_size - section_size + (0 if self.kept[name] else 1)
+                if growth < room:
+                    self.kept[name], section_size, room = trial, trial_size, room - growth
+                    added = True
                 else:
                     failures += 1
-        return budget - room
+        if added:
+            self.text = self._render(self.kept)
+        return added

@@ -214,7 +214,7 @@ def _classify(block: str) -> bytes:
     if block.isascii():  # O(1) in CPython; bytes.translate is a tight C loop
         return block.encode("ascii").translate(_ASCII_CLASS_TRANSLATION)
     codepoints = np.frombuffer(block.encode("utf-32-le"), dtype=np.uint32)
-    return CLASS_TABLE[codepoints].tobytes()
+    return np.take(CLASS_TABLE, codepoints).tobytes()  # take: faster than fancy indexing
 
 
 def _count_block(block: str, prev: int, run: int) -> tuple[int, int, int, int]:

@@ -66,6 +66,8 @@ _FULL_MATRIX_FRACTION = 0.3
 _BLOCK_PER_PICK = 2
 _MIN_BLOCK = 64
 _MAX_BLOCK = 512
+# An open-ended `MMRRanking` sizes its first blocks for this many picks.
+_EXPECTED_PICKS = 16
 # Refreshes against at most this many picks use matrix-vector products (see `_update`).
 _GEMV_MAX_PICKS = 3
 # Embeddings stacked into a matrix: one row per candidate.
@@ -366,6 +368,7 @@ class MMRRanking:
         matrix, inv_norm = _embedding_matrix(self.candidates, keep)
         n = len(self.candidates)
         self._state = _LazyGreedy(scores, matrix, inv_norm, limit=n, lam=lam, threshold=threshold)
+        self._state.expected_picks = _EXPECTED_PICKS
         self._iterator = self._state.iter_picks(int(np.argmax(scores)))
 
     @property
@@ -663,6 +666,7 @@ class _LazyGreedy:
         self.pick_array: IndexArray = np.empty(limit, dtype=np.intp)
         self.picks: list[int] = []
         self.dropped = 0  # near-duplicates dropped so far
+        self.expected_picks: int | None = None  # set by open-ended rankings
         self.full_threshold = max(1, int(n * _FULL_MATRIX_FRACTION))
 
     def run(self, first: int) -> list[int]:
@@ -711,6 +715,10 @@ class _LazyGreedy:
         bound = self.bound
         n = bound.shape[0]
         remaining = self.limit - len(self.picks)
+        if self.expected_picks is not None:
+            # An open-ended ranking: size blocks for the picks likely to be pulled next
+            # (as many again as so far), not for every candidate.
+            remaining = min(remaining, max(self.expected_picks, len(self.picks)))
         size = min(_MAX_BLOCK, max(_MIN_BLOCK, _BLOCK_PER_PICK * remaining))
         if size >= n:
             rows = np.arange(n)
