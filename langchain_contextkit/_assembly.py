@@ -153,9 +153,13 @@ def assemble(
     )
 
     measured = layout.measure(counter)
-    if config.allow_borrow and measured < budget:
-        if layout.fill(allocation, {d.name: d for d in demands}, budget - measured, counter):
-            measured = layout.measure(counter)
+    prices = {d.name: d for d in demands}
+    if (
+        config.allow_borrow
+        and measured < budget
+        and layout.fill(allocation, prices, budget - measured, counter)
+    ):
+        measured = layout.measure(counter)
     while measured > budget:  # the rendered block, measured whole, is what must fit
         layout.drop_weakest()
         measured = layout.measure(counter)
