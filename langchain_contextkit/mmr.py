@@ -293,17 +293,27 @@ def mmr_select(
     if not candidates or limit == 0:
         return []
 
-    scores = _checked_scores(candidates)
-    keep = _merge_identical(candidates, scores)
-    pool = candidates if keep is None else [candidates[i] for i in keep]
-    if keep is not None:
-        scores = scores[keep]
-    n = len(pool)
-    limit = n if limit is None else min(limit, n)
-
-    matrix, inv_norm = _embedding_matrix(pool, keep)
+    pool, scores, matrix, inv_norm = _prepared(candidates)
+    limit = len(pool) if limit is None else min(limit, len(pool))
     picks = _lazy_greedy(scores, matrix, inv_norm, limit=limit, lam=lam, threshold=threshold)
     return [pool[i] for i in picks]
+
+
+def _prepared(
+    candidates: Sequence[RetrievalResult],
+) -> tuple[list[RetrievalResult], FloatArray, FloatArray, FloatArray]:
+    """Check scores, merge byte-identical contents, stack the embeddings.
+
+    Returns:
+        The merged candidates, their scores, their embedding matrix and inverse norms.
+    """
+    scores = _checked_scores(candidates)
+    keep = _merge_identical(candidates, scores)
+    pool = list(candidates) if keep is None else [candidates[i] for i in keep]
+    if keep is not None:
+        scores = scores[keep]
+    matrix, inv_norm = _embedding_matrix(pool, keep)
+    return pool, scores, matrix, inv_norm
 
 
 class MMRRanking:
@@ -359,13 +369,8 @@ class MMRRanking:
             self.candidates: list[RetrievalResult] = []
             self.merged = 0
             return
-        scores = _checked_scores(candidates)
-        keep = _merge_identical(candidates, scores)
-        self.candidates = list(candidates) if keep is None else [candidates[i] for i in keep]
+        self.candidates, scores, matrix, inv_norm = _prepared(candidates)
         self.merged = len(candidates) - len(self.candidates)
-        if keep is not None:
-            scores = scores[keep]
-        matrix, inv_norm = _embedding_matrix(self.candidates, keep)
         n = len(self.candidates)
         self._state = _LazyGreedy(scores, matrix, inv_norm, limit=n, lam=lam, threshold=threshold)
         self._state.expected_picks = _EXPECTED_PICKS
