@@ -9,15 +9,31 @@ import logging
 from langchain_contextkit._version import __version__
 from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
 from langchain_contextkit.builder import BudgetedRetriever, ContextBuilder, ContextReport
+from langchain_contextkit.compaction import (
+    CompactionConfig,
+    CompactionResult,
+    HistoryCompactor,
+    RunningSummary,
+)
 from langchain_contextkit.errors import (
     ConfigError,
     ContextKitError,
     ContextWindowExceeded,
+    InvalidMessagesError,
     TokenizerUnavailableError,
 )
+from langchain_contextkit.graph import CompactionGraphState, compaction_node
+from langchain_contextkit.messages import (
+    MessageProblem,
+    check_messages,
+    find_message_problems,
+    trim_to_budget,
+)
+from langchain_contextkit.middleware import CompactionMiddleware
 from langchain_contextkit.mmr import RetrievalResult, mmr_select
 from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
 from langchain_contextkit.sources import CallableSource, ContextSource, RetrieverSource, Scope
+from langchain_contextkit.summarizers import ExtractiveSummarizer, summarizer_from_llm
 from langchain_contextkit.tokens import (
     DEFAULT_IMAGE_TOKENS,
     TiktokenCounter,
@@ -27,12 +43,17 @@ from langchain_contextkit.tokens import (
     count_tokens,
     count_tool_tokens,
     tiktoken_counter,
+    truncate_to_tokens,
 )
 
 __all__ = [
     "DEFAULT_IMAGE_TOKENS",
     "BudgetedRetriever",
     "CallableSource",
+    "CompactionConfig",
+    "CompactionGraphState",
+    "CompactionMiddleware",
+    "CompactionResult",
     "ConfigError",
     "ContextBuilder",
     "ContextConfig",
@@ -40,9 +61,14 @@ __all__ = [
     "ContextReport",
     "ContextSource",
     "ContextWindowExceeded",
+    "ExtractiveSummarizer",
+    "HistoryCompactor",
+    "InvalidMessagesError",
+    "MessageProblem",
     "PromptRegistry",
     "RetrievalResult",
     "RetrieverSource",
+    "RunningSummary",
     "Scope",
     "TiktokenCounter",
     "TokenCounter",
@@ -50,12 +76,18 @@ __all__ = [
     "WindowBudget",
     "WindowBudgetConfig",
     "__version__",
+    "check_messages",
+    "compaction_node",
     "count_each",
     "count_message_tokens",
     "count_tokens",
     "count_tool_tokens",
+    "find_message_problems",
     "mmr_select",
+    "summarizer_from_llm",
     "tiktoken_counter",
+    "trim_to_budget",
+    "truncate_to_tokens",
     "with_data_boundary",
 ]
 

@@ -7,7 +7,8 @@ can catch the whole family at once:
 ContextKitError                 base of everything below
 ├── ConfigError                 (also a ValueError) a bad argument or configuration value
 ├── TokenizerUnavailableError   a tiktoken encoding could not be loaded offline
-└── ContextWindowExceeded       what must be kept does not fit the token budget
+├── ContextWindowExceeded       what must be kept does not fit the token budget
+└── InvalidMessagesError        (also a ValueError) a message list a provider would reject
 ```
 
 `ConfigError` also subclasses `ValueError`, so code that already guards against
@@ -18,10 +19,18 @@ their tools.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_contextkit.messages import MessageProblem
+
 __all__ = [
     "ConfigError",
     "ContextKitError",
     "ContextWindowExceeded",
+    "InvalidMessagesError",
     "TokenizerUnavailableError",
 ]
 
@@ -55,3 +64,18 @@ class ContextWindowExceeded(ContextKitError):  # noqa: N818 - name fixed by the 
         super().__init__(message)
         self.required = required
         self.budget = budget
+
+
+class InvalidMessagesError(ContextKitError, ValueError):
+    """A message list breaks a rule chat providers enforce (see `messages.py`)."""
+
+    def __init__(self, problems: Sequence[MessageProblem]) -> None:
+        """Record the problems found.
+
+        Args:
+            problems: Every problem, in list order (at least one).
+        """
+        shown = "; ".join(str(p) for p in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""  # noqa: PLR2004
+        super().__init__(f"invalid message list: {shown}{more}")
+        self.problems = tuple(problems)

@@ -80,6 +80,26 @@ DEFAULT_SUMMARY_INSTRUCTIONS: Mapping[Language, str] = MappingProxyType(
 )
 """The default instruction for summarising old turns; ``{max_tokens}`` is filled in."""
 
+DEFAULT_EXTEND_INSTRUCTIONS: Mapping[Language, str] = MappingProxyType(
+    {
+        "en": (
+            "Below are the summary of the conversation so far (PREVIOUS SUMMARY) and the "
+            "messages that followed it (NEW MESSAGES). Extend the summary with the new "
+            "messages: keep every fact, number, date, name, identifier, decision, commitment "
+            "and open question from both, update anything the new messages changed, and drop "
+            "greetings and repetition. Write plain prose in the conversation's language, at "
+            "most {max_tokens} tokens. Do not answer or continue the conversation."
+        ),
+        "zh": (
+            "下面是目前为止的对话摘要（PREVIOUS SUMMARY）和其后的新消息（NEW MESSAGES）。请用新消息"
+            "扩充这份摘要：保留两者中的所有事实、数字、日期、名称、标识符、决定、承诺与未解决的问题，"
+            "更新被新消息改变的内容，去掉寒暄与重复。用对话所用的语言写成连贯的文字，不超过 "
+            "{max_tokens} 个 token。不要回答或继续这段对话。"
+        ),
+    }
+)
+"""The instruction for extending a running summary with newly aged-out turns."""
+
 _DATA_NOTICES: Mapping[Language, str] = MappingProxyType(
     {
         "en": (
@@ -138,6 +158,18 @@ class PromptRegistry:
             max_tokens: The recap's cap, written into the instruction.
         """
         template = self.summary_prompt or DEFAULT_SUMMARY_INSTRUCTIONS[self.language]
+        return template.replace("{max_tokens}", str(max_tokens))
+
+    def extend_instruction(self, *, max_tokens: int) -> str:
+        """Return the instruction for extending a running summary with newer turns.
+
+        A custom `summary_prompt` is used here too (it then sees the previous summary and
+        the new messages as its text), so one override changes every summary call.
+
+        Args:
+            max_tokens: The recap's cap, written into the instruction.
+        """
+        template = self.summary_prompt or DEFAULT_EXTEND_INSTRUCTIONS[self.language]
         return template.replace("{max_tokens}", str(max_tokens))
 
     def with_headings(self, **headings: str) -> PromptRegistry:

@@ -40,6 +40,7 @@ __all__ = [
     "count_tokens",
     "count_tool_tokens",
     "tiktoken_counter",
+    "truncate_to_tokens",
 ]
 
 TokenCounter = Callable[[str], int]
@@ -120,6 +121,65 @@ def count_each(texts: Sequence[str], counter: TokenCounter = count_tokens) -> li
     if isinstance(counter, TiktokenCounter):
         return counter.count_each(texts)
     return [counter(text) for text in texts]
+
+
+_ELLIPSIS = "…"
+_BOUNDARY_SLACK = 0.2  # give up at most this share of the kept text to end on a boundary
+
+
+def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter = count_tokens) -> str:
+    """Cut `text` so that `counter` gives it at most `max_tokens`, marking the cut with "…".
+
+    The cut prefers a sentence end, then a whitespace, when one lies near the limit, so a
+    capped summary does not stop mid-word. Text that already fits comes back unchanged.
+
+    Args:
+        text: The text to cap.
+        max_tokens: The cap (>= 0).
+        counter: Counts the tokens of one string.
+
+    Returns:
+        `text` itself, or a prefix of it followed by "…" within the cap (empty when not
+        even the ellipsis fits).
+
+    Raises:
+        ConfigError: If `max_tokens` is negative.
+
+    Example:
+        ```python
+        from langchain_contextkit.tokens import count_tokens, truncate_to_tokens
+
+        text = "Refunds take 5 days. They go to the original card. Ask support otherwise."
+        short = truncate_to_tokens(text, 8)
+        assert count_tokens(short) <= 8
+        print(short)
+        # Refunds take 5 days.…
+        ```
+    """
+    if max_tokens < 0:
+        msg = f"max_tokens must be >= 0, got {max_tokens}."
+        raise ConfigError(msg)
+    if counter(text) <= max_tokens:
+        return text
+    # Binary search the longest prefix that fits with the ellipsis; counts grow (almost)
+    # monotonically with the prefix, and the final check below guards the "almost".
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if counter(text[:middle] + _ELLIPSIS) <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    if low == 0:
+        return _ELLIPSIS if counter(_ELLIPSIS) <= max_tokens else ""
+    prefix = text[:low]
+    floor = int(low * (1 - _BOUNDARY_SLACK))
+    for marks in (".!?。！？\n", " \t"):
+        cut = max(prefix.rfind(mark) for mark in marks)
+        if cut >= floor:
+            prefix = prefix[: cut + 1] if marks[0] == "." else prefix[:cut]
+            break
+    return prefix.rstrip() + _ELLIPSIS
 
 
 class TiktokenCounter:

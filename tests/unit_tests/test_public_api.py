@@ -31,6 +31,22 @@ EXPECTED_ALL = {
     "mmr_select",
     "tiktoken_counter",
     "with_data_boundary",
+    # history compaction (issue 4)
+    "CompactionConfig",
+    "CompactionGraphState",
+    "CompactionMiddleware",
+    "CompactionResult",
+    "ExtractiveSummarizer",
+    "HistoryCompactor",
+    "InvalidMessagesError",
+    "MessageProblem",
+    "RunningSummary",
+    "check_messages",
+    "compaction_node",
+    "find_message_problems",
+    "summarizer_from_llm",
+    "trim_to_budget",
+    "truncate_to_tokens",
 }
 
 

@@ -1,0 +1,184 @@
+"""`create_agent` middleware: every model call sees a compacted, window-safe history.
+
+`CompactionMiddleware` wraps each model call (`wrap_model_call` / `awrap_model_call`):
+it measures the request the way the provider will (system prompt and tool schemas
+included, langchain #34664), lets `HistoryCompactor` build the view the model should see,
+and sends that instead of the raw history. The history in the agent's state stays whole;
+only the running summary is stored beside it (a private state key), so the next call
+extends the summary instead of re-reading old turns, and the prefix the provider caches
+stays byte-stable between compactions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+)
+from langgraph.types import Command
+from typing_extensions import NotRequired
+
+from langchain_contextkit.budget import WindowBudget, WindowBudgetConfig, model_limits
+from langchain_contextkit.compaction import CompactionResult, HistoryCompactor, RunningSummary
+from langchain_contextkit.tokens import count_message_tokens, count_tool_tokens
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from langchain_core.messages import AnyMessage
+
+__all__ = [
+    "SUMMARY_KEY",
+    "CompactionMiddleware",
+    "CompactionState",
+]
+
+SUMMARY_KEY = "contextkit_summary"
+"""The agent-state key that holds the running summary (a `RunningSummary.to_dict()`)."""
+
+
+class CompactionState(AgentState[Any]):
+    """Agent state with the running summary beside the (complete) message history."""
+
+    contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+
+
+class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
+    """Compact the history each model call sees; keep the stored history whole.
+
+    The window comes from `window` or the model's `profile` (`max_input_tokens`); with
+    it, the request (system prompt + tool schemas + messages) never exceeds the window
+    minus the output reserve: compaction is forced when it would, and
+    `ContextWindowExceeded` is raised when even the latest turn cannot fit. Without a
+    known window, only the compactor's `trigger_tokens` applies.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_core.language_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from langchain_contextkit import CompactionMiddleware, HistoryCompactor
+
+        model = GenericFakeChatModel(messages=iter([AIMessage(f"Noted {i}.") for i in range(4)]))
+        compactor = HistoryCompactor(keep_recent=2, trigger_tokens=60)
+        agent = create_agent(
+            model, middleware=[CompactionMiddleware(compactor)], checkpointer=InMemorySaver()
+        )
+        config = {"configurable": {"thread_id": "demo"}}
+        for turn in range(4):
+            text = f"Turn {turn}: order {1000 + turn} ships to warehouse W{turn}, please log it."
+            agent.invoke({"messages": [HumanMessage(text)]}, config)
+        state = agent.get_state(config).values
+        print(
+            len(state["messages"]),
+            "messages kept;",
+            state["contextkit_summary"]["covered"],
+            "summarised",
+        )
+        # 8 messages kept; 5 summarised
+        ```
+    """
+
+    state_schema = CompactionState
+
+    def __init__(
+        self,
+        compactor: HistoryCompactor | None = None,
+        *,
+        window: int | None = None,
+        budget_config: WindowBudgetConfig | None = None,
+    ) -> None:
+        """Configure the middleware.
+
+        Args:
+            compactor: Does the compaction; default `HistoryCompactor()` (extractive).
+            window: The model's window in tokens; default: read from the model's profile.
+            budget_config: The window ledger's knobs (output reserve).
+        """
+        super().__init__()
+        self.compactor = compactor if compactor is not None else HistoryCompactor()
+        self.window = window
+        self.budget_config = budget_config or WindowBudgetConfig()
+
+    def budget_for(self, request: ModelRequest[Any]) -> WindowBudget | None:
+        """The window ledger of one model call (None when the window is unknown)."""
+        system_tokens, tool_tokens = self._fixed_tokens(request)
+        window, max_output = model_limits(request.model)
+        if self.window is not None:
+            window = self.window
+        if window is None:
+            return None
+        return WindowBudget.from_window(
+            window,
+            cfg=self.budget_config,
+            max_output_tokens=max_output,
+            system_tokens=system_tokens,
+            tool_tokens=tool_tokens,
+        )
+
+    def _fixed_tokens(self, request: ModelRequest[Any]) -> tuple[int, int]:
+        """Tokens of the system prompt and of the tool schemas, sent beside the messages."""
+        counter = self.compactor.token_counter
+        system = request.system_message
+        system_tokens = (
+            count_message_tokens([system], counter, reply_priming=False) if system else 0
+        )
+        tool_tokens = count_tool_tokens(request.tools, counter) if request.tools else 0
+        return system_tokens, tool_tokens
+
+    @staticmethod
+    def _summary(request: ModelRequest[Any]) -> RunningSummary | None:
+        stored = request.state.get(SUMMARY_KEY)
+        return RunningSummary.from_dict(stored) if isinstance(stored, Mapping) else None
+
+    @staticmethod
+    def _respond(
+        result: CompactionResult, response: ModelResponse[Any]
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        if not result.compacted or result.summary is None:
+            return response
+        update = {SUMMARY_KEY: result.summary.to_dict()}
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Send the compacted view instead of the whole history."""
+        budget = self.budget_for(request)
+        result = self.compactor.compact_view(
+            request.messages,
+            summary=self._summary(request),
+            overhead_tokens=sum(self._fixed_tokens(request)),
+            ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
+        )
+        response = handler(request.override(messages=cast("list[AnyMessage]", result.messages)))
+        return self._respond(result, response)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Async `wrap_model_call`."""
+        budget = self.budget_for(request)
+        result = await self.compactor.acompact_view(
+            request.messages,
+            summary=self._summary(request),
+            overhead_tokens=sum(self._fixed_tokens(request)),
+            ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
+        )
+        response = await handler(
+            request.override(messages=cast("list[AnyMessage]", result.messages))
+        )
+        return self._respond(result, response)

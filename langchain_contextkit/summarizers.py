@@ -1,0 +1,317 @@
+"""Summarisers: turn old text into a short recap, with or without an LLM.
+
+A summariser is any callable `summarize(text, instruction) -> str` (or its async twin).
+Two ship here:
+
+- `summarizer_from_llm(llm)` adapts any LangChain chat model: the instruction and the
+  text, fenced as data, go in one human message.
+- `ExtractiveSummarizer` needs no model and never fails: it keeps the sentences that
+  carry numbers, dates, identifiers, decisions and conclusions, deduplicated, under a
+  token cap. It is the default when no LLM is given and the fallback when the LLM fails.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.constants import TAG_NOSTREAM
+
+from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.prompts import PromptRegistry
+from langchain_contextkit.tokens import TokenCounter, count_tokens
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import RunnableConfig
+
+__all__ = [
+    "ASummarize",
+    "ExtractiveSummarizer",
+    "LLMSummarizer",
+    "Summarize",
+    "compose_extension",
+    "render_transcript",
+    "summarizer_from_llm",
+]
+
+Summarize = Callable[[str, str], str]
+"""`summarize(text, instruction) -> summary`, synchronous."""
+
+ASummarize = Callable[[str, str], Awaitable[str]]
+"""`await summarize(text, instruction) -> summary`, asynchronous."""
+
+_ROLE_LABELS = {"human": "User", "ai": "Assistant", "system": "System", "tool": "Tool"}
+
+# Inside a graph, a summary call must not stream its tokens to the user as if they were
+# the agent's answer; the tag tells LangGraph's stream modes to leave it out.
+_SUMMARY_CONFIG: RunnableConfig = {"tags": [TAG_NOSTREAM], "metadata": {"contextkit": "summary"}}
+
+PREVIOUS_SUMMARY_LABEL = "PREVIOUS SUMMARY"
+NEW_MESSAGES_LABEL = "NEW MESSAGES"
+
+
+def render_transcript(messages: Sequence[BaseMessage]) -> str:
+    """Render messages as plain text for a summariser: one ``Role: text`` block each.
+
+    Tool calls are written with their names and JSON arguments, and tool results name the
+    tool, so a summary can keep which tool was asked what and what it answered.
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+        from langchain_contextkit.summarizers import render_transcript
+
+        call = {"name": "get_order", "args": {"id": 42}, "id": "c1"}
+        print(
+            render_transcript(
+                [
+                    HumanMessage("Where is order 42?"),
+                    AIMessage("", tool_calls=[call]),
+                    ToolMessage("Shipped.", tool_call_id="c1", name="get_order"),
+                ]
+            )
+        )
+        # User: Where is order 42?
+        # Assistant: [calls get_order({"id": 42})]
+        # Tool (get_order): Shipped.
+        ```
+    """
+    blocks: list[str] = []
+    for message in messages:
+        label = _ROLE_LABELS.get(message.type, message.type.capitalize())
+        if isinstance(message, ToolMessage) and message.name:
+            label = f"{label} ({message.name})"
+        parts: list[str] = [str(message.text)] if message.text else []
+        if isinstance(message, AIMessage):
+            parts.extend(
+                f"[calls {call['name']}({json.dumps(call['args'], ensure_ascii=False)})]"
+                for call in message.tool_calls
+            )
+        blocks.append(f"{label}: {' '.join(parts)}")
+    return "\n".join(blocks)
+
+
+def compose_extension(previous: str, new_text: str) -> str:
+    """The text an "extend this summary" call summarises: old summary, then new messages."""
+    return f"{PREVIOUS_SUMMARY_LABEL}:\n{previous}\n\n{NEW_MESSAGES_LABEL}:\n{new_text}"
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSummarizer:
+    """A chat model as a summariser: `summarize(text, instruction)` and `asummarize(...)`.
+
+    Build it with `summarizer_from_llm`. The text is fenced as data (see
+    `PromptRegistry.with_data_boundary`), so a conversation that contains instructions
+    cannot steer the summary.
+    """
+
+    llm: BaseChatModel
+    prompts: PromptRegistry = field(default_factory=PromptRegistry)
+
+    def _request(self, text: str, instruction: str) -> list[BaseMessage]:
+        # One human message: every provider accepts it, including those that want a human
+        # message first, and nothing about it depends on the conversation being summarised.
+        return [HumanMessage(self.prompts.with_data_boundary(instruction, text))]
+
+    def __call__(self, text: str, instruction: str) -> str:
+        """Summarise `text` following `instruction`; the model's reply text, stripped."""
+        return self.llm.invoke(
+            self._request(text, instruction), config=_SUMMARY_CONFIG
+        ).text.strip()
+
+    async def asummarize(self, text: str, instruction: str) -> str:
+        """Async `__call__`."""
+        reply = await self.llm.ainvoke(self._request(text, instruction), config=_SUMMARY_CONFIG)
+        return reply.text.strip()
+
+
+def summarizer_from_llm(llm: BaseChatModel, prompts: PromptRegistry | None = None) -> LLMSummarizer:
+    """Adapt a chat model to the `summarize(text, instruction) -> str` callback.
+
+    Args:
+        llm: Any LangChain chat model.
+        prompts: The registry whose data-boundary notice fences the text (language).
+
+    Returns:
+        A callable summariser; `await summarizer.asummarize(text, instruction)` is the
+        async form.
+
+    Example:
+        ```python
+        from langchain_core.language_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage
+
+        from langchain_contextkit.summarizers import summarizer_from_llm
+
+        llm = GenericFakeChatModel(messages=iter([AIMessage("  The user wants a refund.  ")]))
+        summarize = summarizer_from_llm(llm)
+        print(summarize("User: I want my money back.", "Summarise."))
+        # The user wants a refund.
+        ```
+    """
+    return LLMSummarizer(llm=llm, prompts=prompts or PromptRegistry())
+
+
+# Sentence ends: Latin punctuation followed by whitespace, CJK punctuation anywhere, and
+# line breaks (each transcript block is one line, so a message never runs into the next).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
+_ROLE_PREFIX = re.compile(r"^(User|Assistant|System|Tool(?: \([^)]*\))?|[A-Z][\w ]{0,20}):\s*")
+_NUMBER = re.compile(r"\d")
+_IDENTIFIER = re.compile(
+    r"[A-Za-z]+[_\-./#:@][\w\-./#:@]+"  # snake_case, paths, urls, ids like INV-88213
+    r"|[a-z]+[A-Z]\w*"  # camelCase
+    r"|[A-Z]{2,}\w*"  # ACRONYMS, CODES
+    r"|`[^`]+`"  # code spans
+)
+_DECISION = re.compile(
+    r"\b(decid\w*|decision|agreed?|conclu\w*|therefore|so we|must|will|shall|chose|chosen|"
+    r"confirm\w*|resolv\w*|root cause|result\w*|because|fixed|approved|rejected|deadline|"
+    r"plan\w*|next step)\b"
+    r"|决定|结论|确认|因此|所以|必须|同意|原因|结果|计划|下一步|截止",
+    re.IGNORECASE,
+)
+_WORD_CHARS = re.compile(r"[\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sentence:
+    position: int
+    label: str
+    text: str
+    score: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExtractiveSummarizer:
+    r"""A deterministic summariser without an LLM: keep the sentences that carry facts.
+
+    A sentence scores for digits (numbers, dates, amounts), identifiers (codes, paths,
+    snake_case, camelCase), and words of decision or conclusion (English and Chinese);
+    the user's own sentences score one more, since they say what the conversation is
+    about. Sentences with no score are dropped, near-duplicates (same words ignoring case
+    and punctuation) are kept once, and the best-scoring sentences are kept under
+    `max_tokens`, printed in their original order as ``- Role: sentence`` lines. Lines of
+    a previous summary (text composed by `compose_extension`) are kept first.
+
+    It never raises on any text and returns "" only when nothing scores.
+
+    Example:
+        ```python
+        from langchain_contextkit.summarizers import ExtractiveSummarizer
+
+        summarize = ExtractiveSummarizer(max_tokens=60)
+        transcript = (
+            "User: Hi there!\n"
+            "Assistant: Hello. How can I help?\n"
+            "User: My invoice INV-88213 from 2024-03-05 was charged twice.\n"
+            "Assistant: I see. We decided to refund the second charge of $49."
+        )
+        print(summarize(transcript, "Summarise."))
+        # - User: My invoice INV-88213 from 2024-03-05 was charged twice.
+        # - Assistant: We decided to refund the second charge of $49.
+        ```
+    """
+
+    max_tokens: int = 1000
+    """Cap of the summary."""
+
+    counter: TokenCounter = count_tokens
+    """Counts the tokens of one string."""
+
+    def __post_init__(self) -> None:
+        """Validate the cap."""
+        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
+            msg = f"max_tokens must be an int >= 1, got {self.max_tokens!r}."
+            raise ConfigError(msg)
+
+    def __call__(self, text: str, instruction: str = "") -> str:  # noqa: ARG002 - the callback's shape
+        """Summarise `text`; `instruction` is accepted for the callback's shape and ignored."""
+        previous, body = _split_extension(text)
+        kept: list[str] = []
+        used = 0
+        seen: set[str] = set()
+        for line in previous:
+            key = _normalised(line)
+            cost = self.counter(line) + 1
+            if key in seen or used + cost > self.max_tokens:
+                continue
+            seen.add(key)
+            kept.append(line)
+            used += cost
+
+        candidates = [s for s in _sentences(body) if s.score > 0]
+        chosen: list[_Sentence] = []
+        for sentence in sorted(candidates, key=lambda s: (-s.score, s.position)):
+            key = _normalised(sentence.text)
+            if not key or key in seen:
+                continue
+            line = f"- {sentence.label}: {sentence.text}"
+            cost = self.counter(line) + 1  # + the newline
+            if used + cost > self.max_tokens:
+                continue
+            seen.add(key)
+            chosen.append(sentence)
+            used += cost
+        chosen.sort(key=lambda s: s.position)
+        kept.extend(f"- {s.label}: {s.text}" for s in chosen)
+        return "\n".join(kept)
+
+    async def asummarize(self, text: str, instruction: str = "") -> str:
+        """Async `__call__` (no I/O: for symmetry with `LLMSummarizer`)."""
+        return self(text, instruction)
+
+
+def _split_extension(text: str) -> tuple[list[str], str]:
+    """Split text from `compose_extension` into previous-summary lines and the new part."""
+    head = f"{PREVIOUS_SUMMARY_LABEL}:\n"
+    marker = f"\n\n{NEW_MESSAGES_LABEL}:\n"
+    if not text.startswith(head) or marker not in text:
+        return [], text
+    previous, _, body = text[len(head) :].partition(marker)
+    return [line.strip() for line in previous.splitlines() if line.strip()], body
+
+
+def _sentences(text: str) -> list[_Sentence]:
+    """Split a transcript into scored sentences, each labelled with its speaker."""
+    out: list[_Sentence] = []
+    for line in text.splitlines():
+        match = _ROLE_PREFIX.match(line)
+        label = match.group(1) if match else "Note"
+        body = line[match.end() :] if match else line
+        for piece in _SENTENCE_END.split(body):
+            sentence = " ".join(piece.split())
+            if sentence:
+                out.append(_Sentence(len(out), label, sentence, _score(sentence, label)))
+    return out
+
+
+def _score(sentence: str, label: str) -> int:
+    score = 0
+    if _NUMBER.search(sentence):
+        score += 3
+    if _IDENTIFIER.search(sentence):
+        score += 2
+    if _DECISION.search(sentence):
+        score += 2
+    if label == "User" and score == 0 and _has_words(sentence):
+        score = 1
+    return score
+
+
+def _has_words(sentence: str) -> bool:
+    """More than a greeting or filler: four different words, or four CJK characters."""
+    cjk = {ch for ch in sentence if unicodedata.east_asian_width(ch) in "WF"}
+    return len(cjk) >= 4 or len(set(sentence.casefold().split())) >= 4  # noqa: PLR2004
+
+
+def _normalised(text: str) -> str:
+    """Case- and punctuation-blind key for near-duplicate detection."""
+    body = text.split(": ", 1)[1] if text.startswith("- ") and ": " in text else text
+    return _WORD_CHARS.sub(" ", body.casefold()).strip()
