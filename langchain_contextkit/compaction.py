@@ -418,7 +418,7 @@ class HistoryCompactor:
         """
         plan = self._plan(history, summary, overhead_tokens, ceiling_tokens)
         if isinstance(plan, CompactionResult):
-            return plan
+            return _within(plan, ceiling_tokens)
         attempts: list[tuple[SummarizerKind, Summarize]] = []
         if summarize is not None:
             attempts.append(("callback", summarize))
@@ -437,7 +437,7 @@ class HistoryCompactor:
             if result is not None:
                 return result
             error = self._note_failure(kind, None)
-        return self._unchanged(plan, error)
+        return _within(self._unchanged(plan, error), ceiling_tokens)
 
     async def acompact_view(
         self,
@@ -451,7 +451,7 @@ class HistoryCompactor:
         """Async `compact_view`; `asummarize` is an async callback used instead of the LLM."""
         plan = self._plan(history, summary, overhead_tokens, ceiling_tokens)
         if isinstance(plan, CompactionResult):
-            return plan
+            return _within(plan, ceiling_tokens)
         attempts: list[tuple[SummarizerKind, ASummarize]] = []
         if asummarize is not None:
             attempts.append(("callback", asummarize))
@@ -470,7 +470,7 @@ class HistoryCompactor:
             if result is not None:
                 return result
             error = self._note_failure(kind, None)
-        return self._unchanged(plan, error)
+        return _within(self._unchanged(plan, error), ceiling_tokens)
 
     # -- internals ------------------------------------------------------------------------
 
@@ -646,6 +646,23 @@ class HistoryCompactor:
             message = f"the {kind} summariser failed: {type(exc).__name__}: {exc}"
         logger.warning("%s", message)
         return message
+
+
+def _within(result: CompactionResult, ceiling: int | None) -> CompactionResult:
+    """Pass `result` on, or raise when it is over the hard ceiling.
+
+    Reached when no summary could be made (or nothing could age out) while the request is
+    over the window: sending it would fail at the provider, and dropping turns without a
+    summary would lose them silently, so the caller decides.
+    """
+    if ceiling is not None and result.tokens_after > ceiling:
+        reason = result.error or "no turn could age out"
+        msg = (
+            f"the request takes {result.tokens_after} tokens, more than the ceiling of "
+            f"{ceiling}, and compaction could not shrink it ({reason})"
+        )
+        raise ContextWindowExceeded(msg, required=result.tokens_after, budget=ceiling)
+    return result
 
 
 def _is_recap(message: BaseMessage) -> bool:
