@@ -23,6 +23,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.constants import TAG_NOSTREAM
 
 from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.facts import (
+    has_decision,
+    has_identifier,
+    has_number,
+    normalised,
+    split_sentences,
+)
 from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.tokens import TokenCounter, count_tokens
 
@@ -159,25 +166,7 @@ def summarizer_from_llm(llm: BaseChatModel, prompts: PromptRegistry | None = Non
     return LLMSummarizer(llm=llm, prompts=prompts or PromptRegistry())
 
 
-# Sentence ends: Latin punctuation followed by whitespace, CJK punctuation anywhere, and
-# line breaks (each transcript block is one line, so a message never runs into the next).
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
 _ROLE_PREFIX = re.compile(r"^(User|Assistant|System|Tool(?: \([^)]*\))?|[A-Z][\w ]{0,20}):\s*")
-_NUMBER = re.compile(r"\d")
-_IDENTIFIER = re.compile(
-    r"[A-Za-z]+[_\-./#:@][\w\-./#:@]+"  # snake_case, paths, urls, ids like INV-88213
-    r"|[a-z]+[A-Z]\w*"  # camelCase
-    r"|[A-Z]{2,}\w*"  # ACRONYMS, CODES
-    r"|`[^`]+`"  # code spans
-)
-_DECISION = re.compile(
-    r"\b(decid\w*|decision|agreed?|conclu\w*|therefore|so we|must|will|shall|chose|chosen|"
-    r"confirm\w*|resolv\w*|root cause|result\w*|because|fixed|approved|rejected|deadline|"
-    r"plan\w*|next step)\b"
-    r"|决定|结论|确认|因此|所以|必须|同意|原因|结果|计划|下一步|截止",
-    re.IGNORECASE,
-)
-_WORD_CHARS = re.compile(r"[\W_]+", re.UNICODE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,11 +183,12 @@ class ExtractiveSummarizer:
 
     A sentence scores for digits (numbers, dates, amounts), identifiers (codes, paths,
     snake_case, camelCase), and words of decision or conclusion (English and Chinese);
-    the user's own sentences score one more, since they say what the conversation is
-    about. Sentences with no score are dropped, near-duplicates (same words ignoring case
-    and punctuation) are kept once, and the best-scoring sentences are kept under
-    `max_tokens`, printed in their original order as ``- Role: sentence`` lines. Lines of
-    a previous summary (text composed by `compose_extension`) are kept first.
+    the user's own sentences score more (they are the ground truth and cannot be fetched
+    again), a tool's output a little less. Sentences with no score are dropped,
+    near-duplicates (same words ignoring case and punctuation) are kept once, and the
+    best-scoring sentences are kept under `max_tokens`, printed in their original order
+    as ``- Role: sentence`` lines. Lines of a previous summary (text composed by
+    `compose_extension`) are kept first.
 
     It never raises on any text and returns "" only when nothing scores.
 
@@ -285,23 +275,28 @@ def _sentences(text: str) -> list[_Sentence]:
         match = _ROLE_PREFIX.match(line)
         label = match.group(1) if match else "Note"
         body = line[match.end() :] if match else line
-        for piece in _SENTENCE_END.split(body):
-            sentence = " ".join(piece.split())
-            if sentence:
-                out.append(_Sentence(len(out), label, sentence, _score(sentence, label)))
+        for sentence in split_sentences(body):
+            out.append(_Sentence(len(out), label, sentence, _score(sentence, label)))
     return out
 
 
 def _score(sentence: str, label: str) -> int:
     score = 0
-    if _NUMBER.search(sentence):
+    if has_number(sentence):
         score += 3
-    if _IDENTIFIER.search(sentence):
+    if has_identifier(sentence):
         score += 2
-    if _DECISION.search(sentence):
+    if has_decision(sentence):
         score += 2
-    if label == "User" and score == 0 and _has_words(sentence):
-        score = 1
+    if label == "User":
+        # What the user states is the conversation's ground truth and cannot be fetched
+        # again; a tool's output usually can, so it yields first when space is short.
+        if score:
+            score += 2
+        elif _has_words(sentence):
+            score = 1
+    elif label.startswith("Tool") and score > 1:
+        score -= 1
     return score
 
 
@@ -314,4 +309,4 @@ def _has_words(sentence: str) -> bool:
 def _normalised(text: str) -> str:
     """Case- and punctuation-blind key for near-duplicate detection."""
     body = text.split(": ", 1)[1] if text.startswith("- ") and ": " in text else text
-    return _WORD_CHARS.sub(" ", body.casefold()).strip()
+    return normalised(body)

@@ -1,0 +1,129 @@
+"""What counts as a fact in text: numbers, dates, identifiers, decisions and conclusions.
+
+One set of deterministic rules, shared by the extractive summariser (which keeps the
+sentences that carry facts) and the plan reducer (which checks that a summary kept every
+fact of what it summarised, and re-inserts what it dropped).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "conclusion_sentences",
+    "fact_tokens",
+    "has_decision",
+    "has_identifier",
+    "has_number",
+    "missing_facts",
+    "normalised",
+    "split_sentences",
+]
+
+# Sentence ends: Latin punctuation followed by whitespace, CJK punctuation anywhere, and
+# line breaks.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
+
+# Numbers with their inner separators, so "2024-03-05", "1,250.50", "12:30" and "85%" stay
+# one token each; a leading currency sign is kept.
+_NUMBER = re.compile(r"[$€£¥]?\d+(?:[.,:/\-]\d+)*%?")
+_IDENTIFIER = re.compile(
+    r"[A-Za-z][\w]*[_\-./#:@][\w\-./#:@]*\w"  # snake_case, paths, urls, ids like INV-88213
+    r"|[A-Za-z]+\d[\w]*"  # words with digits: W7, v2, sha256
+    r"|[a-z]+[A-Z]\w*"  # camelCase
+    r"|\b[A-Z]{2,}[\w]*"  # ACRONYMS, CODES
+    r"|`[^`]+`"  # code spans
+)
+_DECISION = re.compile(
+    r"\b(decid\w*|decision|agreed?|conclu\w*|therefore|so we|must|will|shall|chose|chosen|"
+    r"confirm\w*|resolv\w*|root cause|result\w*|because|fixed|approved|rejected|deadline|"
+    r"plan\w*|next step)\b"
+    r"|决定|结论|确认|因此|所以|必须|同意|原因|结果|计划|下一步|截止",
+    re.IGNORECASE,
+)
+_CONCLUSION = re.compile(
+    r"\b(conclu\w*|therefore|thus|hence|so we|decided|decision|root cause|in summary|"
+    r"the answer is|confirmed|turns out|result is)\b"
+    r"|结论|因此|所以|决定|确认|结果是|原因是",
+    re.IGNORECASE,
+)
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+_TRAILING_PUNCTUATION = ".,;:!?)]}'\""
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences, whitespace collapsed; empty pieces are dropped."""
+    pieces = (" ".join(piece.split()) for piece in _SENTENCE_END.split(text))
+    return [piece for piece in pieces if piece]
+
+
+def has_number(text: str) -> bool:
+    """Whether `text` holds a digit (a number, date, amount, time, version)."""
+    return _NUMBER.search(text) is not None
+
+
+def has_identifier(text: str) -> bool:
+    """Whether `text` holds an identifier (a code, path, URL, snake_case or camelCase)."""
+    return _IDENTIFIER.search(text) is not None
+
+
+def has_decision(text: str) -> bool:
+    """Whether `text` states a decision, plan, cause or conclusion (English or Chinese)."""
+    return _DECISION.search(text) is not None
+
+
+def fact_tokens(text: str) -> list[str]:
+    """The numbers, dates and identifiers in `text`, in order, each once.
+
+    Example:
+        ```python
+        from langchain_contextkit.facts import fact_tokens
+
+        print(fact_tokens("Invoice INV-88213 of $1,250.50 is due 2024-03-05 (see `pay_now`)."))
+        # ['INV-88213', '$1,250.50', '2024-03-05', '`pay_now`']
+        ```
+    """
+    spans = [(m.start(), m.end()) for m in _IDENTIFIER.finditer(text)]
+    found: dict[str, int] = {}
+    for pattern in (_IDENTIFIER, _NUMBER):
+        for match in pattern.finditer(text):
+            inside = any(
+                start <= match.start() and match.end() <= end and (start, end) != match.span()
+                for start, end in spans
+            )
+            if pattern is _NUMBER and inside:
+                continue  # "88213" in "INV-88213" is not a fact of its own
+            token = match.group().rstrip(_TRAILING_PUNCTUATION) or match.group()
+            found.setdefault(token, match.start())
+    return sorted(found, key=found.__getitem__)
+
+
+def conclusion_sentences(text: str) -> list[str]:
+    """The sentences of `text` that state a conclusion or decision."""
+    return [s for s in split_sentences(text) if _CONCLUSION.search(s)]
+
+
+def normalised(text: str) -> str:
+    """Case- and punctuation-blind form, for containment and near-duplicate checks."""
+    return _NON_WORD.sub(" ", text.casefold()).strip()
+
+
+def missing_facts(source: str, output: str) -> list[str]:
+    """What `output` lost of `source`: fact tokens absent from it, then conclusions.
+
+    A fact token is present when it occurs verbatim in `output`; a conclusion when its
+    normalised text does. Used to re-insert what a summariser dropped.
+
+    Example:
+        ```python
+        from langchain_contextkit.facts import missing_facts
+
+        source = "Disk usage hit 92% on db-7 at 03:10. We concluded the cron job leaks."
+        print(missing_facts(source, "The database host ran out of disk at 03:10."))
+        # ['92%', 'db-7', 'We concluded the cron job leaks.']
+        ```
+    """
+    flat = normalised(output)
+    lost = [token for token in fact_tokens(source) if token not in output]
+    lost.extend(s for s in conclusion_sentences(source) if normalised(s) not in flat)
+    return lost
