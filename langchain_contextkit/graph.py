@@ -1,4 +1,4 @@
-"""LangGraph nodes built on the library's compactor (more nodes join in later issues).
+"""LangGraph nodes: history compaction and per-paradigm trajectory reducers.
 
 `compaction_node` drops into any `StateGraph` whose state has a `messages` channel (for
 example `MessagesState`). By default it is non-destructive: the full history stays in
@@ -6,11 +6,17 @@ state, and the node writes the compacted view the model should see to another ke
 (`llm_input_messages`) together with the running summary, so a checkpointer persists
 both and the next turn extends the summary. `mode="replace"` rewrites `messages`
 instead, and only after a summary succeeded.
+
+`reducer_node` reduces an agent's own trajectory (a tool loop's messages, a plan, a
+reflection loop) to the run's trajectory budget from the window ledger, and writes the
+view for the next model call beside the full trajectory.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from langchain_core.messages import AnyMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableLambda
@@ -21,20 +27,37 @@ from typing_extensions import NotRequired
 from langchain_contextkit.budget import WindowBudget, WindowBudgetConfig
 from langchain_contextkit.compaction import CompactionResult, HistoryCompactor, RunningSummary
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.tokens import count_message_tokens, count_tool_tokens
+from langchain_contextkit.reducers import (
+    ReducerConfig,
+    SummarizerLike,
+    reduce_agent,
+    reduce_plan,
+    reduce_reflection,
+)
+from langchain_contextkit.tokens import (
+    TokenCounter,
+    count_message_tokens,
+    count_tokens,
+    count_tool_tokens,
+)
+from langchain_contextkit.trajectories import PlanTrajectory, ReflectionTrajectory
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Coroutine, Mapping, Sequence
 
     from langchain_core.language_models import BaseChatModel
 
 __all__ = [
     "CompactionGraphState",
     "CompactionMode",
+    "Paradigm",
     "compaction_node",
+    "reducer_node",
+    "run_coroutine_sync",
 ]
 
 CompactionMode = Literal["view", "replace"]
+T = TypeVar("T")
 
 
 class CompactionGraphState(MessagesState):
@@ -158,11 +181,7 @@ def _fixed_costs(
     """Tokens sent beside the messages, and the hard ceiling (None without a window)."""
     counter = compactor.token_counter
     tool_tokens = count_tool_tokens(tools, counter) if tools else 0
-    system_tokens = (
-        count_message_tokens([SystemMessage(system_prompt)], counter, reply_priming=False)
-        if system_prompt
-        else 0
-    )
+    system_tokens = _system_tokens(system_prompt, counter)
     if model is None:
         return tool_tokens + system_tokens, None
     budget = WindowBudget.for_run(
@@ -174,3 +193,192 @@ def _fixed_costs(
     if budget is None:
         return tool_tokens + system_tokens, None
     return budget.fixed, budget.window - budget.output_reserve
+
+
+Paradigm = Literal["agent", "plan", "reflection"]
+
+_DEFAULT_STATE_KEYS: dict[str, str] = {
+    "agent": "messages",
+    "plan": "plan",
+    "reflection": "reflection",
+}
+_DEFAULT_OUTPUT_KEYS: dict[str, str] = {
+    "agent": "llm_input_messages",
+    "plan": "plan_view",
+    "reflection": "reflection_view",
+}
+
+
+def reducer_node(
+    paradigm: Paradigm,
+    *,
+    state_key: str | None = None,
+    output_key: str | None = None,
+    budget: int | None = None,
+    model: BaseChatModel | None = None,
+    tools: Sequence[Any] = (),
+    system_prompt: str | None = None,
+    rag_in_scope: bool = False,
+    budget_config: WindowBudgetConfig | None = None,
+    summarize: SummarizerLike | None = None,
+    counter: TokenCounter = count_tokens,
+    config: ReducerConfig | None = None,
+) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
+    """Build a trajectory-reducer node (sync and async) for one paradigm.
+
+    The node reads the full trajectory from `state_key`, reduces it to the run's
+    trajectory budget, and writes the view for the next model call to `output_key`; the
+    full trajectory stays in state. For ``"agent"`` the view is a message list; for
+    ``"plan"`` and ``"reflection"`` it is the reduced trajectory's rendered text (the
+    state may hold the trajectory as a model or as its dict).
+
+    The budget is `budget` when given; otherwise the model's window ledger:
+    `WindowBudget.for_run(llm=model, ...)` with the measured system prompt and tool
+    schemas, then `trajectory_budget(rag_in_scope=...)`.
+
+    Args:
+        paradigm: ``"agent"`` (tool loop), ``"plan"`` or ``"reflection"``.
+        state_key: Where the trajectory is (default ``messages`` / ``plan`` /
+            ``reflection``).
+        output_key: Where the view goes (default ``llm_input_messages`` / ``plan_view`` /
+            ``reflection_view``).
+        budget: A fixed trajectory budget in tokens.
+        model: The model that reads the view: its profile gives the window.
+        tools: The tools bound to it (their schemas are deducted).
+        system_prompt: A system prompt sent beside the trajectory (deducted).
+        rag_in_scope: True when the trajectory already contains the retrieval block;
+            False when the block is added beside it and keeps its own share.
+        budget_config: The window ledger's knobs.
+        summarize: The summariser (async or sync callback, or object); extractive when
+            None.
+        counter: Counts the tokens of one string.
+        config: How much recent text stays verbatim (`ReducerConfig`).
+
+    Returns:
+        A runnable node.
+
+    Raises:
+        ConfigError: On an unknown paradigm, or when neither `budget` nor a model with a
+            known window is given.
+
+    Example:
+        ```python
+        from langchain_contextkit.graph import reducer_node
+        from langchain_contextkit.trajectories import ReflectionRound
+
+        node = reducer_node("reflection", budget=40)
+        state = {
+            "reflection": {
+                "task": "Name the capital of Australia",
+                "rounds": [
+                    ReflectionRound(draft="Sydney. " * 30, critique=["Wrong city."]),
+                    ReflectionRound(draft="Canberra."),
+                ],
+            }
+        }
+        print(node.invoke(state)["reflection_view"])
+        # Task: Name the capital of Australia
+        # Critique points so far:
+        # - Wrong city.
+        # Latest draft (round 2):
+        # Canberra.
+        ```
+    """
+    if paradigm not in _DEFAULT_STATE_KEYS:
+        msg = f"paradigm must be one of {sorted(_DEFAULT_STATE_KEYS)}, got {paradigm!r}."
+        raise ConfigError(msg)
+    source = state_key or _DEFAULT_STATE_KEYS[paradigm]
+    target = output_key or _DEFAULT_OUTPUT_KEYS[paradigm]
+    limit = _trajectory_budget(
+        budget,
+        model=model,
+        tools=tools,
+        system_prompt=system_prompt,
+        rag_in_scope=rag_in_scope,
+        budget_config=budget_config,
+        counter=counter,
+    )
+    knobs = config or ReducerConfig()
+
+    async def reduce(state: Mapping[str, Any]) -> dict[str, Any]:
+        value = state[source]
+        if paradigm == "agent":
+            view: Any = await reduce_agent(
+                value,
+                limit,
+                summarize,
+                counter=counter,
+                keep_recent_steps=knobs.agent_keep_recent_steps,
+            )
+        elif paradigm == "plan":
+            plan = await reduce_plan(
+                PlanTrajectory.model_validate(value),
+                limit,
+                summarize,
+                counter=counter,
+                keep_recent=knobs.plan_keep_recent,
+            )
+            view = plan.render()
+        else:
+            loop = await reduce_reflection(
+                ReflectionTrajectory.model_validate(value), limit, summarize, counter=counter
+            )
+            view = loop.render()
+        return {target: view}
+
+    def reduce_sync(state: Mapping[str, Any]) -> dict[str, Any]:
+        return run_coroutine_sync(reduce(state))
+
+    return RunnableLambda(reduce_sync, afunc=reduce, name=f"reduce_{paradigm}")
+
+
+def _trajectory_budget(
+    budget: int | None,
+    *,
+    model: BaseChatModel | None,
+    tools: Sequence[Any],
+    system_prompt: str | None,
+    rag_in_scope: bool,
+    budget_config: WindowBudgetConfig | None,
+    counter: TokenCounter,
+) -> int:
+    if budget is not None:
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+            msg = f"budget must be an int >= 0, got {budget!r}."
+            raise ConfigError(msg)
+        return budget
+    ledger = None
+    if model is not None:
+        ledger = WindowBudget.for_run(
+            llm=model,
+            cfg=budget_config or WindowBudgetConfig(),
+            system_tokens=_system_tokens(system_prompt, counter),
+            tool_tokens=count_tool_tokens(tools, counter) if tools else 0,
+        )
+    if ledger is None:
+        msg = (
+            "reducer_node needs a budget: pass budget=... or a model whose profile states "
+            "its window (max_input_tokens)."
+        )
+        raise ConfigError(msg)
+    return ledger.trajectory_budget(rag_in_scope=rag_in_scope)
+
+
+def _system_tokens(system_prompt: str | None, counter: TokenCounter) -> int:
+    if not system_prompt:
+        return 0
+    return count_message_tokens([SystemMessage(system_prompt)], counter, reply_priming=False)
+
+
+def run_coroutine_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine from sync code, also when an event loop is already running here.
+
+    LangGraph calls a sync node from plain threads; inside a running loop (a sync
+    `invoke` made from async code), the coroutine runs in a worker thread's own loop.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
