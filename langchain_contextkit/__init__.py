@@ -22,7 +22,7 @@ from langchain_contextkit.errors import (
     InvalidMessagesError,
     TokenizerUnavailableError,
 )
-from langchain_contextkit.graph import CompactionGraphState, compaction_node
+from langchain_contextkit.graph import CompactionGraphState, compaction_node, reducer_node
 from langchain_contextkit.messages import (
     MessageProblem,
     check_messages,
@@ -32,6 +32,14 @@ from langchain_contextkit.messages import (
 from langchain_contextkit.middleware import CompactionMiddleware
 from langchain_contextkit.mmr import RetrievalResult, mmr_select
 from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
+from langchain_contextkit.reducers import (
+    REDUCERS,
+    ReducerConfig,
+    reduce_agent,
+    reduce_plan,
+    reduce_reflection,
+    tokens_of,
+)
 from langchain_contextkit.sources import CallableSource, ContextSource, RetrieverSource, Scope
 from langchain_contextkit.summarizers import ExtractiveSummarizer, summarizer_from_llm
 from langchain_contextkit.tokens import (
@@ -45,9 +53,16 @@ from langchain_contextkit.tokens import (
     tiktoken_counter,
     truncate_to_tokens,
 )
+from langchain_contextkit.trajectories import (
+    PlanStep,
+    PlanTrajectory,
+    ReflectionRound,
+    ReflectionTrajectory,
+)
 
 __all__ = [
     "DEFAULT_IMAGE_TOKENS",
+    "REDUCERS",
     "BudgetedRetriever",
     "CallableSource",
     "CompactionConfig",
@@ -65,7 +80,12 @@ __all__ = [
     "HistoryCompactor",
     "InvalidMessagesError",
     "MessageProblem",
+    "PlanStep",
+    "PlanTrajectory",
     "PromptRegistry",
+    "ReducerConfig",
+    "ReflectionRound",
+    "ReflectionTrajectory",
     "RetrievalResult",
     "RetrieverSource",
     "RunningSummary",
@@ -84,8 +104,13 @@ __all__ = [
     "count_tool_tokens",
     "find_message_problems",
     "mmr_select",
+    "reduce_agent",
+    "reduce_plan",
+    "reduce_reflection",
+    "reducer_node",
     "summarizer_from_llm",
     "tiktoken_counter",
+    "tokens_of",
     "trim_to_budget",
     "truncate_to_tokens",
     "with_data_boundary",

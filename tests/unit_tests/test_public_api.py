@@ -47,6 +47,18 @@ EXPECTED_ALL = {
     "summarizer_from_llm",
     "trim_to_budget",
     "truncate_to_tokens",
+    # trajectory reducers (issue 5)
+    "REDUCERS",
+    "PlanStep",
+    "PlanTrajectory",
+    "ReducerConfig",
+    "ReflectionRound",
+    "ReflectionTrajectory",
+    "reduce_agent",
+    "reduce_plan",
+    "reduce_reflection",
+    "reducer_node",
+    "tokens_of",
 }
 
 
