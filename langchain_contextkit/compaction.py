@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -50,10 +51,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RECAP_ID_PREFIX",
+    "AViewSummarize",
     "CompactionConfig",
     "CompactionResult",
     "HistoryCompactor",
     "RunningSummary",
+    "ViewSummarize",
 ]
 
 logger = logging.getLogger(__name__)
@@ -63,7 +66,14 @@ RECAP_ID_PREFIX = "contextkit-recap-"
 recognised and its recap extended, not summarised as if it were a turn."""
 
 _REPLY_PRIMING = 3
-SummarizerKind = Literal["callback", "llm", "extractive"]
+SummarizerKind = Literal["prefix", "callback", "llm", "extractive"]
+
+ViewSummarize = Callable[[list[BaseMessage], str], str]
+"""`summarize_view(view, instruction) -> summary`: summarise a view in place (see
+`HistoryCompactor.compact_view`)."""
+
+AViewSummarize = Callable[[list[BaseMessage], str], Awaitable[str]]
+"""Async `ViewSummarize`."""
 
 
 def _check_int(name: str, value: object, minimum: int) -> None:
@@ -210,6 +220,8 @@ class _Plan:
     instruction: str
     tokens_before: int
     overhead: int
+    view: list[BaseMessage]  # the view before this compaction, as the model saw it
+    view_instruction: str
 
 
 class HistoryCompactor:
@@ -395,6 +407,7 @@ class HistoryCompactor:
         *,
         summary: RunningSummary | None = None,
         summarize: Summarize | None = None,
+        summarize_view: ViewSummarize | None = None,
         overhead_tokens: int = 0,
         ceiling_tokens: int | None = None,
     ) -> CompactionResult:
@@ -404,6 +417,11 @@ class HistoryCompactor:
             history: The full conversation (never modified).
             summary: The running summary from the previous call, if any.
             summarize: A callback used instead of the LLM.
+            summarize_view: Tried first when given: `summarize_view(view, instruction)`
+                gets the current view unchanged (the request the model saw last, so a
+                provider's prompt cache still holds it) and an instruction to summarise
+                all but its last turns; it sends both, the instruction last. This keeps
+                the summary call cheap on cached providers (deepagents #5319).
             overhead_tokens: Tokens sent beside these messages (tool schemas, a system
                 prompt kept elsewhere): they count towards the trigger (langchain #34664).
             ceiling_tokens: A hard limit for the view plus overhead (the window minus the
@@ -419,17 +437,20 @@ class HistoryCompactor:
         plan = self._plan(history, summary, overhead_tokens, ceiling_tokens)
         if isinstance(plan, CompactionResult):
             return _within(plan, ceiling_tokens)
-        attempts: list[tuple[SummarizerKind, Summarize]] = []
-        if summarize is not None:
-            attempts.append(("callback", summarize))
-        elif self._llm_summarizer is not None:
-            attempts.append(("llm", self._llm_summarizer))
+        attempts: list[tuple[SummarizerKind, Callable[[], str]]] = []
+        if summarize_view is not None:
+            view, instruction = plan.view, plan.view_instruction
+            attempts.append(("prefix", lambda: summarize_view(view, instruction)))
+        transcript = summarize or self._llm_summarizer
+        if transcript is not None:
+            kind: SummarizerKind = "callback" if summarize is not None else "llm"
+            attempts.append((kind, lambda: transcript(plan.text, plan.instruction)))
         if self.fallback or not attempts:
-            attempts.append(("extractive", self.extractive))
+            attempts.append(("extractive", lambda: self.extractive(plan.text, plan.instruction)))
         error: str | None = None
-        for kind, function in attempts:
+        for kind, attempt in attempts:
             try:
-                text = function(plan.text, plan.instruction)
+                text = attempt()
             except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost history
                 error = self._note_failure(kind, exc)
                 continue
@@ -445,24 +466,32 @@ class HistoryCompactor:
         *,
         summary: RunningSummary | None = None,
         asummarize: ASummarize | None = None,
+        asummarize_view: AViewSummarize | None = None,
         overhead_tokens: int = 0,
         ceiling_tokens: int | None = None,
     ) -> CompactionResult:
-        """Async `compact_view`; `asummarize` is an async callback used instead of the LLM."""
+        """Async `compact_view` with async callbacks (`asummarize`, `asummarize_view`)."""
         plan = self._plan(history, summary, overhead_tokens, ceiling_tokens)
         if isinstance(plan, CompactionResult):
             return _within(plan, ceiling_tokens)
-        attempts: list[tuple[SummarizerKind, ASummarize]] = []
+        attempts: list[tuple[SummarizerKind, Callable[[], Awaitable[str]]]] = []
+        if asummarize_view is not None:
+            view, instruction = plan.view, plan.view_instruction
+            attempts.append(("prefix", lambda: asummarize_view(view, instruction)))
         if asummarize is not None:
-            attempts.append(("callback", asummarize))
+            attempts.append(("callback", lambda: asummarize(plan.text, plan.instruction)))
         elif self._llm_summarizer is not None:
-            attempts.append(("llm", self._llm_summarizer.asummarize))
+            llm = self._llm_summarizer
+            attempts.append(("llm", lambda: llm.asummarize(plan.text, plan.instruction)))
         if self.fallback or not attempts:
-            attempts.append(("extractive", self.extractive.asummarize))
+            extractive = self.extractive
+            attempts.append(
+                ("extractive", lambda: extractive.asummarize(plan.text, plan.instruction))
+            )
         error: str | None = None
-        for kind, function in attempts:
+        for kind, attempt in attempts:
             try:
-                text = await function(plan.text, plan.instruction)
+                text = await attempt()
             except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost history
                 error = self._note_failure(kind, exc)
                 continue
@@ -583,8 +612,22 @@ class HistoryCompactor:
         else:
             text = compose_extension(previous, transcript)
             instruction = self.prompts.extend_instruction(max_tokens=limit)
+        view_instruction = self.prompts.view_summary_instruction(
+            max_tokens=limit, keep_last=len(pending) - cut
+        )
         return _Plan(
-            system, pending, covered, previous, current, cut, text, instruction, before, overhead
+            system,
+            pending,
+            covered,
+            previous,
+            current,
+            cut,
+            text,
+            instruction,
+            before,
+            overhead,
+            view,
+            view_instruction,
         )
 
     def _finish(

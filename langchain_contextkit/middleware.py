@@ -22,17 +22,26 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     PrivateStateAttr,
 )
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langchain_contextkit.budget import WindowBudget, WindowBudgetConfig, model_limits
-from langchain_contextkit.compaction import CompactionResult, HistoryCompactor, RunningSummary
+from langchain_contextkit.compaction import (
+    AViewSummarize,
+    CompactionResult,
+    HistoryCompactor,
+    RunningSummary,
+    ViewSummarize,
+)
+from langchain_contextkit.summarizers import SUMMARY_CONFIG
 from langchain_contextkit.tokens import count_message_tokens, count_tool_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from langchain_core.messages import AnyMessage
+    from langchain_core.runnables import Runnable
 
 __all__ = [
     "SUMMARY_KEY",
@@ -96,6 +105,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
         *,
         window: int | None = None,
         budget_config: WindowBudgetConfig | None = None,
+        summarize_in_place: bool = True,
     ) -> None:
         """Configure the middleware.
 
@@ -103,11 +113,17 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
             compactor: Does the compaction; default `HistoryCompactor()` (extractive).
             window: The model's window in tokens; default: read from the model's profile.
             budget_config: The window ledger's knobs (output reserve).
+            summarize_in_place: When the compactor has an LLM, ask it for the summary by
+                appending the instruction to the very request the agent sent last (same
+                system prompt, tools bound with ``tool_choice="none"``, same messages),
+                so the provider's prompt cache serves almost all of the summary call's
+                input. The transcript-style call remains the fallback.
         """
         super().__init__()
         self.compactor = compactor if compactor is not None else HistoryCompactor()
         self.window = window
         self.budget_config = budget_config or WindowBudgetConfig()
+        self.summarize_in_place = summarize_in_place
 
     def budget_for(self, request: ModelRequest[Any]) -> WindowBudget | None:
         """The window ledger of one model call (None when the window is unknown)."""
@@ -149,6 +165,41 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
         update = {SUMMARY_KEY: result.summary.to_dict()}
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
+    def _summary_request(
+        self, request: ModelRequest[Any], view: list[BaseMessage], instruction: str
+    ) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
+        """The model and messages of an in-place summary call (same prefix as the agent's)."""
+        llm = self.compactor.llm
+        assert llm is not None  # noqa: S101 - only called when there is one
+        model: Runnable[Any, BaseMessage] = llm
+        if request.tools:
+            try:
+                model = llm.bind_tools(request.tools, tool_choice="none")
+            except (NotImplementedError, TypeError, ValueError):
+                model = llm  # no tools bound: the prefix differs, the summary still works
+        system = [request.system_message] if request.system_message else []
+        return model, [*system, *view, HumanMessage(instruction)]
+
+    def _view_summarizer(self, request: ModelRequest[Any]) -> ViewSummarize | None:
+        if not self.summarize_in_place or self.compactor.llm is None:
+            return None
+
+        def summarize(view: list[BaseMessage], instruction: str) -> str:
+            model, messages = self._summary_request(request, view, instruction)
+            return model.invoke(messages, config=SUMMARY_CONFIG).text
+
+        return summarize
+
+    def _aview_summarizer(self, request: ModelRequest[Any]) -> AViewSummarize | None:
+        if not self.summarize_in_place or self.compactor.llm is None:
+            return None
+
+        async def summarize(view: list[BaseMessage], instruction: str) -> str:
+            model, messages = self._summary_request(request, view, instruction)
+            return (await model.ainvoke(messages, config=SUMMARY_CONFIG)).text
+
+        return summarize
+
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
@@ -159,6 +210,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
         result = self.compactor.compact_view(
             request.messages,
             summary=self._summary(request),
+            summarize_view=self._view_summarizer(request),
             overhead_tokens=sum(self._fixed_tokens(request)),
             ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
         )
@@ -175,6 +227,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
         result = await self.compactor.acompact_view(
             request.messages,
             summary=self._summary(request),
+            asummarize_view=self._aview_summarizer(request),
             overhead_tokens=sum(self._fixed_tokens(request)),
             ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
         )

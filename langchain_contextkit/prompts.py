@@ -100,6 +100,26 @@ DEFAULT_EXTEND_INSTRUCTIONS: Mapping[Language, str] = MappingProxyType(
 )
 """The instruction for extending a running summary with newly aged-out turns."""
 
+DEFAULT_VIEW_SUMMARY_INSTRUCTIONS: Mapping[Language, str] = MappingProxyType(
+    {
+        "en": (
+            "Pause the task. Write a summary of the conversation above so that it can "
+            "continue without its older messages: cover everything except the last "
+            "{keep_last} messages, which stay verbatim after your summary, and fold in any "
+            "earlier recap. Keep every fact, number, date, name, identifier, decision, "
+            "commitment and open question; drop greetings and repetition. At most "
+            "{max_tokens} tokens. Reply with the summary only and do not call any tool."
+        ),
+        "zh": (
+            "暂停当前任务。请为上面的对话写一份摘要，使对话无需较早的消息也能继续：涵盖除最后 "
+            "{keep_last} 条消息以外的全部内容（那几条会原样保留在摘要之后），并合并已有的回顾。"
+            "保留所有事实、数字、日期、名称、标识符、决定、承诺与未解决的问题；去掉寒暄与重复。"
+            "不超过 {max_tokens} 个 token。只回复摘要，不要调用任何工具。"
+        ),
+    }
+)
+"""The instruction appended to a conversation to summarise it in place (cache-friendly)."""
+
 _DATA_NOTICES: Mapping[Language, str] = MappingProxyType(
     {
         "en": (
@@ -171,6 +191,22 @@ class PromptRegistry:
         """
         template = self.summary_prompt or DEFAULT_EXTEND_INSTRUCTIONS[self.language]
         return template.replace("{max_tokens}", str(max_tokens))
+
+    def view_summary_instruction(self, *, max_tokens: int, keep_last: int) -> str:
+        """Return the instruction that asks a model to summarise the conversation above it.
+
+        Appended after the very messages the model saw last, it lets the summary call
+        reuse the provider's prompt cache. Not affected by `summary_prompt`, whose text
+        is written for a transcript handed over as data.
+
+        Args:
+            max_tokens: The recap's cap.
+            keep_last: How many final messages stay verbatim (not to be summarised).
+        """
+        template = DEFAULT_VIEW_SUMMARY_INSTRUCTIONS[self.language]
+        return template.replace("{max_tokens}", str(max_tokens)).replace(
+            "{keep_last}", str(keep_last)
+        )
 
     def with_headings(self, **headings: str) -> PromptRegistry:
         """Return a copy with some headings replaced.

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
 __all__ = [
+    "SUMMARY_CONFIG",
     "ASummarize",
     "ExtractiveSummarizer",
     "LLMSummarizer",
@@ -57,7 +58,7 @@ _ROLE_LABELS = {"human": "User", "ai": "Assistant", "system": "System", "tool": 
 
 # Inside a graph, a summary call must not stream its tokens to the user as if they were
 # the agent's answer; the tag tells LangGraph's stream modes to leave it out.
-_SUMMARY_CONFIG: RunnableConfig = {"tags": [TAG_NOSTREAM], "metadata": {"contextkit": "summary"}}
+SUMMARY_CONFIG: RunnableConfig = {"tags": [TAG_NOSTREAM], "metadata": {"contextkit": "summary"}}
 
 PREVIOUS_SUMMARY_LABEL = "PREVIOUS SUMMARY"
 NEW_MESSAGES_LABEL = "NEW MESSAGES"
@@ -129,13 +130,11 @@ class LLMSummarizer:
 
     def __call__(self, text: str, instruction: str) -> str:
         """Summarise `text` following `instruction`; the model's reply text, stripped."""
-        return self.llm.invoke(
-            self._request(text, instruction), config=_SUMMARY_CONFIG
-        ).text.strip()
+        return self.llm.invoke(self._request(text, instruction), config=SUMMARY_CONFIG).text.strip()
 
     async def asummarize(self, text: str, instruction: str) -> str:
         """Async `__call__`."""
-        reply = await self.llm.ainvoke(self._request(text, instruction), config=_SUMMARY_CONFIG)
+        reply = await self.llm.ainvoke(self._request(text, instruction), config=SUMMARY_CONFIG)
         return reply.text.strip()
 
 

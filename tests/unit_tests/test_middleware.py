@@ -167,3 +167,33 @@ def test_a_turn_that_cannot_fit_raises_instead_of_truncating() -> None:
     with pytest.raises(ContextWindowExceeded):
         agent.invoke({"messages": [HumanMessage("word " * 400)]})
     assert model.requests == []
+
+
+def test_summary_call_reuses_the_agent_prefix_for_prompt_caching() -> None:
+    def agent_or_summary(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and last.text.startswith("Pause the task"):
+            return AIMessage("Checked SKU-0 to SKU-9; FACT-0 dock code 7000.")
+        return scripted_agent(messages)
+
+    model = ScriptedChatModel(respond=agent_or_summary)
+    compactor = HistoryCompactor(model, keep_recent=2, trigger_tokens=900, max_summary_tokens=120)
+    agent = make_agent(model, CompactionMiddleware(compactor, window=WINDOW))
+    config = {"configurable": {"thread_id": "prefix"}}
+    for turn in range(12):
+        agent.invoke({"messages": [user_turn(turn)]}, config)
+
+    summary_calls = [
+        i for i, r in enumerate(model.requests) if r[-1].text.startswith("Pause the task")
+    ]
+    assert summary_calls
+    for i in summary_calls:
+        previous, summary_request = model.requests[i - 1], model.requests[i]
+        # Same system prompt and messages as the agent's last call, then the instruction:
+        # a provider's prompt cache serves the whole prefix.
+        assert summary_request[: len(previous)] == previous
+        assert model.request_tools[i] == model.request_tools[i - 1]
+        assert find_message_problems(summary_request) == []
+    state = agent.get_state(config).values
+    assert state[SUMMARY_KEY]["text"].startswith("Checked SKU-0")
+    assert model.requests[-1][1].text.startswith("[Recap] Checked SKU-0")
