@@ -13,9 +13,23 @@ from langchain_contextkit.errors import (
     ConfigError,
     ContextKitError,
     ContextWindowExceeded,
+    InvalidNoteError,
+    NoteError,
+    NoteLimitError,
+    NoteNotFoundError,
     TokenizerUnavailableError,
 )
 from langchain_contextkit.mmr import RetrievalResult, mmr_select
+from langchain_contextkit.notes import (
+    FileNoteStore,
+    Note,
+    NoteHit,
+    NoteInfo,
+    NoteStore,
+    NoteSummary,
+    NoteType,
+    StoreNoteStore,
+)
 from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
 from langchain_contextkit.sources import CallableSource, ContextSource, RetrieverSource, Scope
 from langchain_contextkit.tokens import (
@@ -28,6 +42,7 @@ from langchain_contextkit.tokens import (
     count_tool_tokens,
     tiktoken_counter,
 )
+from langchain_contextkit.tools import NoteSource, NoteTool
 
 __all__ = [
     "DEFAULT_IMAGE_TOKENS",
@@ -40,10 +55,24 @@ __all__ = [
     "ContextReport",
     "ContextSource",
     "ContextWindowExceeded",
+    "FileNoteStore",
+    "InvalidNoteError",
+    "Note",
+    "NoteError",
+    "NoteHit",
+    "NoteInfo",
+    "NoteLimitError",
+    "NoteNotFoundError",
+    "NoteSource",
+    "NoteStore",
+    "NoteSummary",
+    "NoteTool",
+    "NoteType",
     "PromptRegistry",
     "RetrievalResult",
     "RetrieverSource",
     "Scope",
+    "StoreNoteStore",
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerUnavailableError",

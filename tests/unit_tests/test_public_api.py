@@ -31,6 +31,21 @@ EXPECTED_ALL = {
     "mmr_select",
     "tiktoken_counter",
     "with_data_boundary",
+    # notes (issue 6)
+    "FileNoteStore",
+    "InvalidNoteError",
+    "Note",
+    "NoteError",
+    "NoteHit",
+    "NoteInfo",
+    "NoteLimitError",
+    "NoteNotFoundError",
+    "NoteSource",
+    "NoteStore",
+    "NoteSummary",
+    "NoteTool",
+    "NoteType",
+    "StoreNoteStore",
 }
 
 
