@@ -43,6 +43,10 @@ logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
+# libyaml's emitter when PyYAML was built with it (5x faster), else the pure-Python one;
+# both emit only standard tags, and the output is read back with `yaml.safe_load`.
+_SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
 _FENCE = "---"
 _FENCES = {"---", "..."}  # YAML allows `...` to end a document, as some editors write
 # Front matter beyond this is not ours (our own is a few hundred bytes): refuse to parse it.
@@ -51,8 +55,9 @@ _MAX_FRONT_MATTER_CHARS = 64_000
 
 def render_note(note: Note) -> str:
     """Render `note` as markdown with YAML front matter."""
-    header = yaml.safe_dump(
+    header = yaml.dump(
         {"id": note.id, "title": note.title, "type": note.type, "tags": list(note.tags)},
+        Dumper=_SAFE_DUMPER,
         allow_unicode=True,
         sort_keys=False,
         default_flow_style=None,  # tags on one line, `[a, b]`, as in the seed

@@ -68,7 +68,7 @@ def postgres_url():
     data = root / "data"
     port = _free_port()
     env = {**os.environ, "LC_ALL": "C"}
-    subprocess.run(
+    subprocess.run(  # noqa: S603 - the server's own binaries, fixed arguments
         [bindir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
         check=True,
         capture_output=True,
@@ -80,7 +80,7 @@ def postgres_url():
         f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={root} "
         "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     )
-    subprocess.run(
+    subprocess.run(  # noqa: S603 - the server's own binaries, fixed arguments
         [bindir / "pg_ctl", "-D", data, "-o", options, "-l", root / "log", "-w", "start"],
         check=True,
         capture_output=True,
@@ -91,7 +91,7 @@ def postgres_url():
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run(
+        subprocess.run(  # noqa: S603 - the server's own binaries, fixed arguments
             [bindir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"],
             check=False,
             capture_output=True,
@@ -125,10 +125,7 @@ def open_store(request, tmp_path):
     kind = request.param
     if kind == "file":
         return lambda **limits: FileNoteStore(tmp_path / "notes", **limits)
-    if kind == "memory":
-        backing = InMemoryStore()
-    else:
-        backing = request.getfixturevalue("postgres_store")
+    backing = InMemoryStore() if kind == "memory" else request.getfixturevalue("postgres_store")
     namespace = ("notes", uuid.uuid4().hex)  # each test its own notes
     return lambda **limits: StoreNoteStore(backing, namespace=namespace, **limits)
 
@@ -365,7 +362,7 @@ def test_search_handles_chinese(store):
         note_type="blocker",
     )
     store.create(title="重构项目 - 第一阶段", content="已完成数据模型层的重构,测试覆盖率达到85%。")
-    assert [h.note.id for h in store.search("版本冲突怎么解决")][0] == target.id
+    assert store.search("版本冲突怎么解决")[0].note.id == target.id
     assert [h.note.title for h in store.search("数据模型")] == ["重构项目 - 第一阶段"]
     assert store.search("完全无关的东西") == []
 
@@ -445,9 +442,7 @@ async def test_async_twins(store):
 
 
 async def test_concurrent_async_creates(store):
-    notes = await asyncio.gather(
-        *(store.acreate(title=f"n{i}", content="x") for i in range(20))
-    )
+    notes = await asyncio.gather(*(store.acreate(title=f"n{i}", content="x") for i in range(20)))
     assert len({n.id for n in notes}) == 20
     assert len(await store.alist_notes()) == 20
 
