@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_contextkit.errors import ConfigError, NoteNotFoundError
-from langchain_contextkit.notes._markdown import parse_note, render_note
+from langchain_contextkit.notes._markdown import parse_note, render_note, split_front_matter
 from langchain_contextkit.notes._search import SearchIndex, query_terms
 from langchain_contextkit.notes.base import DEFAULT_SEARCH_LIMIT, NoteStore
 from langchain_contextkit.notes.model import (
@@ -603,13 +603,18 @@ class FileNoteStore(NoteStore):
         """Read a note the index knows, or raise `NoteNotFoundError`."""
         if note_id not in self._entries:
             raise _not_found(note_id)
-        read = self._read(note_id)
+        read = self._read(note_id, self._entries.get(note_id))
         if read is None:
             raise _not_found(note_id)
         return read[0]
 
-    def _read(self, note_id: str) -> tuple[Note, _Stamp] | None:
-        """Read and parse a note file; `None` if it is missing or not a regular file."""
+    def _read(self, note_id: str, known: _Entry | None = None) -> tuple[Note, _Stamp] | None:
+        """Read and parse a note file; `None` if it is missing or not a regular file.
+
+        When the file is still the version `known` was recorded from (same stamp), its
+        metadata is taken from `known` and only the body is split off: parsing YAML is
+        most of the cost of reading a note, and the index already holds the result.
+        """
         try:
             fd = os.open(self._path(note_id), os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
         except FileNotFoundError:
@@ -629,12 +634,17 @@ class FileNoteStore(NoteStore):
         except UnicodeDecodeError:
             logger.warning("note %s is not valid UTF-8; undecodable bytes replaced", note_id)
             text = data.decode("utf-8", errors="replace")
+        stamp = _stamp(info)
+        if known is not None and known.stamp == stamp:
+            front, body = split_front_matter(text)
+            if front is not None:
+                return Note(**_info_fields(known.info), content=body), stamp
         modified = datetime.fromtimestamp(info.st_mtime, timezone.utc)
-        return parse_note(text, note_id=note_id, modified=modified), _stamp(info)
+        return parse_note(text, note_id=note_id, modified=modified), stamp
 
     def _read_many(self, note_ids: Iterable[str]) -> Iterator[tuple[Note, _Stamp]]:
         for note_id in note_ids:
-            read = self._read(note_id)
+            read = self._read(note_id, self._entries.get(note_id))
             if read is not None:
                 yield read
 
@@ -697,6 +707,10 @@ class FileNoteStore(NoteStore):
             return None
         with open(fd, "rb") as file:
             return file.read()
+
+
+def _info_fields(info: NoteInfo) -> dict[str, Any]:
+    return {field.name: getattr(info, field.name) for field in dataclasses.fields(NoteInfo)}
 
 
 def _not_found(note_id: str) -> NoteNotFoundError:
