@@ -20,6 +20,10 @@ from langchain_contextkit.errors import (
     ContextKitError,
     ContextWindowExceeded,
     InvalidMessagesError,
+    InvalidNoteError,
+    NoteError,
+    NoteLimitError,
+    NoteNotFoundError,
     TokenizerUnavailableError,
 )
 from langchain_contextkit.graph import CompactionGraphState, compaction_node, reducer_node
@@ -31,6 +35,16 @@ from langchain_contextkit.messages import (
 )
 from langchain_contextkit.middleware import CompactionMiddleware
 from langchain_contextkit.mmr import RetrievalResult, mmr_select
+from langchain_contextkit.notes import (
+    FileNoteStore,
+    Note,
+    NoteHit,
+    NoteInfo,
+    NoteStore,
+    NoteSummary,
+    NoteType,
+    StoreNoteStore,
+)
 from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
 from langchain_contextkit.reducers import (
     REDUCERS,
@@ -53,6 +67,7 @@ from langchain_contextkit.tokens import (
     tiktoken_counter,
     truncate_to_tokens,
 )
+from langchain_contextkit.tools import NoteSource, NoteTool
 from langchain_contextkit.trajectories import (
     PlanStep,
     PlanTrajectory,
@@ -77,9 +92,22 @@ __all__ = [
     "ContextSource",
     "ContextWindowExceeded",
     "ExtractiveSummarizer",
+    "FileNoteStore",
     "HistoryCompactor",
     "InvalidMessagesError",
+    "InvalidNoteError",
     "MessageProblem",
+    "Note",
+    "NoteError",
+    "NoteHit",
+    "NoteInfo",
+    "NoteLimitError",
+    "NoteNotFoundError",
+    "NoteSource",
+    "NoteStore",
+    "NoteSummary",
+    "NoteTool",
+    "NoteType",
     "PlanStep",
     "PlanTrajectory",
     "PromptRegistry",
@@ -90,6 +118,7 @@ __all__ = [
     "RetrieverSource",
     "RunningSummary",
     "Scope",
+    "StoreNoteStore",
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerUnavailableError",

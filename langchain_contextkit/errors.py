@@ -8,7 +8,11 @@ ContextKitError                 base of everything below
 ├── ConfigError                 (also a ValueError) a bad argument or configuration value
 ├── TokenizerUnavailableError   a tiktoken encoding could not be loaded offline
 ├── ContextWindowExceeded       what must be kept does not fit the token budget
-└── InvalidMessagesError        (also a ValueError) a message list a provider would reject
+├── InvalidMessagesError        (also a ValueError) a message list a provider would reject
+└── NoteError                   a note store refused a call
+    ├── NoteNotFoundError       (also a LookupError) no note has that id
+    ├── InvalidNoteError        (also a ValueError) a bad id, type, title, tag or content
+    └── NoteLimitError          the store is full (`max_notes`) or the content too long
 ```
 
 `ConfigError` also subclasses `ValueError`, so code that already guards against
@@ -31,6 +35,10 @@ __all__ = [
     "ContextKitError",
     "ContextWindowExceeded",
     "InvalidMessagesError",
+    "InvalidNoteError",
+    "NoteError",
+    "NoteLimitError",
+    "NoteNotFoundError",
     "TokenizerUnavailableError",
 ]
 
@@ -79,3 +87,23 @@ class InvalidMessagesError(ContextKitError, ValueError):
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""  # noqa: PLR2004
         super().__init__(f"invalid message list: {shown}{more}")
         self.problems = tuple(problems)
+
+
+class NoteError(ContextKitError):
+    """A note store refused a call; the message says why and what to do instead.
+
+    [`NoteTool`][langchain_contextkit.tools.notes.NoteTool] hands these messages to the
+    model as `ToolException`s: write them for a reader who can only change the call.
+    """
+
+
+class NoteNotFoundError(NoteError, LookupError):
+    """No note has the requested id (it never existed or was deleted)."""
+
+
+class InvalidNoteError(NoteError, ValueError):
+    """A note id, type, title, tag or content is malformed."""
+
+
+class NoteLimitError(NoteError):
+    """The store already holds `max_notes` notes, or a content exceeds its size cap."""

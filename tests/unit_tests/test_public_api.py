@@ -59,6 +59,21 @@ EXPECTED_ALL = {
     "reduce_reflection",
     "reducer_node",
     "tokens_of",
+    # notes (issue 6)
+    "FileNoteStore",
+    "InvalidNoteError",
+    "Note",
+    "NoteError",
+    "NoteHit",
+    "NoteInfo",
+    "NoteLimitError",
+    "NoteNotFoundError",
+    "NoteSource",
+    "NoteStore",
+    "NoteSummary",
+    "NoteTool",
+    "NoteType",
+    "StoreNoteStore",
 }
 
 

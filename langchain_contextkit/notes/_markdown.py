@@ -1,0 +1,153 @@
+"""A note as a markdown file with YAML front matter, and back.
+
+The layout is the seed's:
+
+    ---
+    id: note_20250119_153000_1a2b3c4d
+    title: 项目进展 - 第一阶段
+    type: task_state
+    tags: [refactoring, phase1, backend]
+    created_at: 2025-01-19T15:30:00.000000+00:00
+    updated_at: 2025-01-19T15:30:00.000000+00:00
+    ---
+
+    (content, exactly as given)
+
+Titles and tags are emitted by PyYAML, which quotes whatever YAML would misread (`---`,
+`: `, `#`, brackets...), and are single lines, so the first line that is exactly `---`
+after the opening one always closes the front matter, whatever the content holds. Only
+`yaml.safe_load` ever reads it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, TypeVar
+
+import yaml
+
+from langchain_contextkit.errors import InvalidNoteError
+from langchain_contextkit.notes.model import (
+    Note,
+    check_note_type,
+    check_tags,
+    format_timestamp,
+    parse_timestamp,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+# libyaml's emitter when PyYAML was built with it (5x faster), else the pure-Python one;
+# both emit only standard tags, and the output is read back with `yaml.safe_load`.
+_SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+_FENCE = "---"
+_FENCES = {"---", "..."}  # YAML allows `...` to end a document, as some editors write
+# Front matter beyond this is not ours (our own is a few hundred bytes): refuse to parse it.
+_MAX_FRONT_MATTER_CHARS = 64_000
+
+
+def render_note(note: Note) -> str:
+    """Render `note` as markdown with YAML front matter."""
+    header = yaml.dump(
+        {"id": note.id, "title": note.title, "type": note.type, "tags": list(note.tags)},
+        Dumper=_SAFE_DUMPER,
+        allow_unicode=True,
+        sort_keys=False,
+        default_flow_style=None,  # tags on one line, `[a, b]`, as in the seed
+        width=2**31 - 1,  # never fold a long title over two lines
+    )
+    # Timestamps are written by hand: PyYAML would use a space instead of the seed's `T`.
+    return (
+        f"{_FENCE}\n{header}"
+        f"created_at: {format_timestamp(note.created_at)}\n"
+        f"updated_at: {format_timestamp(note.updated_at)}\n"
+        f"{_FENCE}\n\n{note.content}"
+    )
+
+
+def split_front_matter(text: str) -> tuple[str | None, str]:
+    """Split a note file into its front matter (or `None`) and its body."""
+    first, newline, rest = text.partition("\n")
+    if first.rstrip("\r") != _FENCE or not newline:
+        return None, text
+    position = 0
+    while position <= len(rest):
+        end = rest.find("\n", position)
+        line = rest[position:] if end < 0 else rest[position:end]
+        if line.rstrip("\r") in _FENCES:
+            body = "" if end < 0 else rest[end + 1 :]
+            # Our writer puts one blank line after the fence; hand-written files may not.
+            if body.startswith("\r\n"):
+                body = body[2:]
+            elif body.startswith("\n"):
+                body = body[1:]
+            return rest[:position], body
+        if end < 0:
+            break
+        position = end + 1
+    return None, text
+
+
+def parse_note(text: str, *, note_id: str, modified: datetime) -> Note:
+    """Read a note file.
+
+    The file name gives the id. A file edited or added by hand may lack fields or front
+    matter altogether: the title falls back to the id, the type to `general`, the times to
+    the file's modification time, and a warning is logged for anything unreadable.
+
+    Args:
+        text: The file's text.
+        note_id: The id, from the file's name.
+        modified: The file's modification time (fallback for missing timestamps).
+
+    Returns:
+        The note.
+    """
+    front, body = split_front_matter(text)
+    meta: dict[object, object] = {}
+    if front is not None and len(front) <= _MAX_FRONT_MATTER_CHARS:
+        try:
+            loaded = yaml.safe_load(front)
+        except yaml.YAMLError as error:
+            logger.warning("note %s: unreadable front matter (%s); using defaults", note_id, error)
+            loaded = None
+        if isinstance(loaded, dict):
+            meta = loaded
+    elif front is not None:
+        logger.warning("note %s: front matter too long; using defaults", note_id)
+    if meta.get("id", note_id) != note_id:
+        logger.warning("note %s: front matter says id %r; the file name wins", note_id, meta["id"])
+    title = meta.get("title")
+    return Note(
+        id=note_id,
+        title=title if isinstance(title, str) and title.strip() else note_id,
+        type=_field(note_id, "type", meta.get("type", "general"), check_note_type, "general"),
+        tags=_field(note_id, "tags", meta.get("tags"), check_tags, ()),
+        created_at=_field(
+            note_id, "created_at", meta.get("created_at", modified), parse_timestamp, modified
+        ),
+        updated_at=_field(
+            note_id, "updated_at", meta.get("updated_at", modified), parse_timestamp, modified
+        ),
+        content=body,
+    )
+
+
+def _field(
+    note_id: str, name: str, value: object, check: Callable[[object], _T], default: _T
+) -> _T:
+    """Validate one front-matter field, falling back to `default` with a warning."""
+    try:
+        return check(value)
+    except InvalidNoteError as error:
+        logger.warning(
+            "note %s: bad %s in front matter (%s); using %r", note_id, name, error, default
+        )
+        return default

@@ -1,0 +1,512 @@
+"""`NoteTool`: structured notes an agent keeps up to date, and `NoteSource` to feed them back.
+
+An agent records what it must not forget (the state of a task, a conclusion, a blocker,
+the next action) with `NoteTool`, and *updates* those notes as things change, so each
+stays the one authoritative record instead of piling up contradicting entries.
+`NoteSource` puts the relevant notes, open blockers first, into the context the builder
+assembles, under the same token budget as every other source.
+
+Both are thin adapters over a [`NoteStore`][langchain_contextkit.notes.NoteStore]: the
+storage, validation and ranking live in `langchain_contextkit.notes`.
+
+```python
+import tempfile
+
+from langchain_contextkit.notes import FileNoteStore
+from langchain_contextkit.tools.notes import NoteSource, NoteTool
+
+with tempfile.TemporaryDirectory() as workspace:
+    store = FileNoteStore(workspace)
+    tool = NoteTool(store=store)
+    call = {"name": "note", "id": "call-1", "type": "tool_call"}
+    created = tool.invoke(
+        {
+            **call,
+            "args": {
+                "action": "create",
+                "title": "依赖冲突",
+                "content": "库 A 需要 B<2",
+                "note_type": "blocker",
+                "tags": ["dependency"],
+            },
+        }
+    )
+    print(created.content.startswith("Created note note_"), created.artifact["note"]["type"])
+    missing = tool.invoke({**call, "args": {"action": "read", "note_id": "note_x"}})
+    print(missing.status, missing.content.split(":")[0])
+    for result in NoteSource(name="notes", store=store).fetch("依赖"):
+        print(result.content.splitlines()[0])
+# True blocker
+# error no note with id 'note_x' (deleted, or never created)
+# [blocker] 依赖冲突
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import BaseModel, Field, ValidationError
+
+from langchain_contextkit.errors import ConfigError, NoteError
+from langchain_contextkit.mmr import RetrievalResult
+from langchain_contextkit.notes.base import NoteStore
+from langchain_contextkit.notes.model import NOTE_TYPES, Note, NoteInfo, NoteType
+from langchain_contextkit.sources import ContextSource, Scope
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForToolRun,
+        CallbackManagerForToolRun,
+        Callbacks,
+    )
+
+    from langchain_contextkit.notes.model import NoteHit, NoteSummary
+
+__all__ = ["NoteSource", "NoteTool", "NoteToolError", "NoteToolInput"]
+
+NoteAction = Literal["create", "read", "update", "delete", "list", "search", "summary"]
+
+_DEFAULT_LIST_LIMIT = 20
+_DEFAULT_SEARCH_LIMIT = 10
+_MAX_LIMIT = 100
+_SNIPPET_CHARS = 160  # content shown per search hit: enough to judge, cheap to read
+_RECENT_IN_SUMMARY = 5
+
+
+class NoteToolError(ToolException):
+    """A note action failed in a way the model can fix; the message says how."""
+
+
+class NoteToolInput(BaseModel):
+    """Arguments of the `note` tool."""
+
+    action: NoteAction = Field(
+        description=(
+            "create: new note (title, content; optional note_type, tags). "
+            "read: one note in full (note_id). "
+            "update: change a note in place (note_id plus the fields to change). "
+            "delete: remove a note (note_id). "
+            "list: newest notes (optional note_type, tags, limit). "
+            "search: notes most relevant to query (optional note_type, tags, limit). "
+            "summary: counts per type and the latest notes."
+        )
+    )
+    title: str | None = Field(default=None, description="One-line title (create, update).")
+    content: str | None = Field(
+        default=None, description="Markdown body (create, update: replaces the old body)."
+    )
+    note_type: NoteType | None = Field(
+        default=None,
+        description=(
+            "task_state, conclusion, blocker, action, reference or general (create: "
+            "defaults to general; update: changes it; list/search: filter)."
+        ),
+    )
+    tags: list[str] | None = Field(
+        default=None,
+        description="Labels (create, update: replaces them; list/search: any of them).",
+    )
+    note_id: str | None = Field(
+        default=None, description="Id of the note to read, update or delete."
+    )
+    query: str | None = Field(default=None, description="What to search for (search).")
+    limit: int | None = Field(
+        default=None, ge=1, le=_MAX_LIMIT, description="Maximum notes to return (list, search)."
+    )
+
+
+def _explain_validation_error(error: ValidationError) -> str:
+    """Turn a pydantic error into a message the model can act on."""
+    problems = []
+    for detail in error.errors():
+        where = ".".join(str(part) for part in detail.get("loc", ())) or "input"
+        problems.append(f"{where}: {detail.get('msg', 'invalid')}")
+    return (
+        "Invalid note tool call: "
+        + "; ".join(problems)
+        + f". note_type must be one of {', '.join(NOTE_TYPES)}."
+    )
+
+
+class NoteTool(BaseTool):
+    """A LangChain tool over a [`NoteStore`][langchain_contextkit.notes.NoteStore].
+
+    One tool, one `action` argument (create / read / update / delete / list / search /
+    summary), sync and async. It answers with compact text for the model and, as the
+    `ToolMessage` artifact, the same data structured (`note`, `notes`, `hits` or
+    `summary`). Mistakes the model can fix (an unknown id, a missing field, a bad type,
+    a full store) come back as an error `ToolMessage` saying what to do; other failures
+    propagate.
+
+    ```python
+    from langgraph.store.memory import InMemoryStore
+
+    from langchain_contextkit.notes import StoreNoteStore
+    from langchain_contextkit.tools.notes import NoteTool
+
+    tool = NoteTool(store=StoreNoteStore(InMemoryStore()))
+    tool.invoke({"action": "create", "title": "Phase 1", "content": "Models refactored."})
+    print(tool.invoke({"action": "search", "query": "refactor models"}).splitlines()[0])
+    # 1 note:
+    ```
+    """
+
+    name: str = "note"
+    description: str = (
+        "Keep structured project notes that persist across turns: record task state, "
+        "conclusions, blockers and next actions, and UPDATE an existing note when things "
+        "change instead of creating a new one, so every note stays the current truth. "
+        "Search or list notes before starting work."
+    )
+    args_schema: type[BaseModel] = NoteToolInput
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    handle_tool_error: bool = True
+    handle_validation_error: Any = _explain_validation_error
+
+    store: NoteStore
+    """Where the notes live."""
+
+    def _run(  # noqa: PLR0911 - one return per action
+        self,
+        action: NoteAction,
+        *,
+        title: str | None = None,
+        content: str | None = None,
+        note_type: NoteType | None = None,
+        tags: list[str] | None = None,
+        note_id: str | None = None,
+        query: str | None = None,
+        limit: int | None = None,
+        run_manager: CallbackManagerForToolRun | None = None,  # noqa: ARG002 - BaseTool API
+    ) -> tuple[str, dict[str, Any]]:
+        """Run one action against the store."""
+        request = _Request(
+            action=action,
+            title=title,
+            content=content,
+            note_type=note_type,
+            tags=tags,
+            note_id=note_id,
+            query=query,
+            limit=limit,
+        )
+        store = self.store
+        try:
+            if action == "create":
+                note = store.create(**request.create_args())
+                return _created(note)
+            if action == "read":
+                return _read(store.get(request.require_id()))
+            if action == "update":
+                return _updated(store.update(request.require_id(), **request.update_args()))
+            if action == "delete":
+                return _deleted(store.delete(request.require_id()))
+            if action == "list":
+                return _listed(store.list_notes(**request.list_args()))
+            if action == "search":
+                return _found(store.search(request.require_query(), **request.search_args()))
+            return _summarised(store.summary(recent=_RECENT_IN_SUMMARY))
+        except NoteError as error:
+            raise NoteToolError(str(error)) from error
+
+    async def _arun(  # noqa: PLR0911 - one return per action
+        self,
+        action: NoteAction,
+        *,
+        title: str | None = None,
+        content: str | None = None,
+        note_type: NoteType | None = None,
+        tags: list[str] | None = None,
+        note_id: str | None = None,
+        query: str | None = None,
+        limit: int | None = None,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,  # noqa: ARG002
+    ) -> tuple[str, dict[str, Any]]:
+        """Async twin of `_run`, through the store's async methods."""
+        request = _Request(
+            action=action,
+            title=title,
+            content=content,
+            note_type=note_type,
+            tags=tags,
+            note_id=note_id,
+            query=query,
+            limit=limit,
+        )
+        store = self.store
+        try:
+            if action == "create":
+                return _created(await store.acreate(**request.create_args()))
+            if action == "read":
+                return _read(await store.aget(request.require_id()))
+            if action == "update":
+                note = await store.aupdate(request.require_id(), **request.update_args())
+                return _updated(note)
+            if action == "delete":
+                return _deleted(await store.adelete(request.require_id()))
+            if action == "list":
+                return _listed(await store.alist_notes(**request.list_args()))
+            if action == "search":
+                hits = await store.asearch(request.require_query(), **request.search_args())
+                return _found(hits)
+            return _summarised(await store.asummary(recent=_RECENT_IN_SUMMARY))
+        except NoteError as error:
+            raise NoteToolError(str(error)) from error
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Request:
+    """A tool call's arguments, checked per action (so sync and async share the checks)."""
+
+    action: str
+    title: str | None = None
+    content: str | None = None
+    note_type: NoteType | None = None
+    tags: list[str] | None = None
+    note_id: str | None = None
+    query: str | None = None
+    limit: int | None = None
+
+    def create_args(self) -> dict[str, Any]:
+        missing = [name for name in ("title", "content") if getattr(self, name) is None]
+        if missing:
+            msg = f"create needs {' and '.join(missing)}: pass a one-line title and the content"
+            raise NoteToolError(msg)
+        return {
+            "title": self.title,
+            "content": self.content,
+            "note_type": self.note_type or "general",
+            "tags": self.tags or (),
+        }
+
+    def update_args(self) -> dict[str, Any]:
+        changes = {
+            "title": self.title,
+            "content": self.content,
+            "note_type": self.note_type,
+            "tags": self.tags,
+        }
+        if all(value is None for value in changes.values()):
+            msg = "update needs note_id and at least one of title, content, note_type, tags"
+            raise NoteToolError(msg)
+        return changes
+
+    def list_args(self) -> dict[str, Any]:
+        return {
+            "note_type": self.note_type,
+            "tags": self.tags or (),
+            "limit": self.limit or _DEFAULT_LIST_LIMIT,
+        }
+
+    def search_args(self) -> dict[str, Any]:
+        return {
+            "note_type": self.note_type,
+            "tags": self.tags or (),
+            "limit": self.limit or _DEFAULT_SEARCH_LIMIT,
+        }
+
+    def require_id(self) -> str:
+        if not self.note_id:
+            msg = f"{self.action} needs note_id: use list or search to find it"
+            raise NoteToolError(msg)
+        return self.note_id
+
+    def require_query(self) -> str:
+        if self.query is None or not self.query.strip():
+            msg = "search needs a query; to browse notes without one, use list"
+            raise NoteToolError(msg)
+        return self.query
+
+
+# -- compact text for the model, structured data for the artifact ---------------------
+
+
+def _line(info: NoteInfo) -> str:
+    """One line per note: id, type, title, tags, last update (to the minute)."""
+    tags = f" #{' #'.join(info.tags)}" if info.tags else ""
+    return f"{info.id} [{info.type}] {info.title}{tags} (updated {info.updated_at:%Y-%m-%d %H:%M}Z)"
+
+
+def _snippet(content: str) -> str:
+    flat = " ".join(content.split())
+    return flat if len(flat) <= _SNIPPET_CHARS else flat[: _SNIPPET_CHARS - 3] + "..."
+
+
+def _plural(count: int) -> str:
+    return f"{count} note{'' if count == 1 else 's'}"
+
+
+def _created(note: Note) -> tuple[str, dict[str, Any]]:
+    return f"Created note {note.id}: {note.title}", {"action": "create", "note": note.to_dict()}
+
+
+def _read(note: Note) -> tuple[str, dict[str, Any]]:
+    return f"{_line(note)}\n\n{note.content}", {"action": "read", "note": note.to_dict()}
+
+
+def _updated(note: Note) -> tuple[str, dict[str, Any]]:
+    return f"Updated note {_line(note)}", {"action": "update", "note": note.to_dict()}
+
+
+def _deleted(info: NoteInfo) -> tuple[str, dict[str, Any]]:
+    return f"Deleted note {info.id}: {info.title}", {"action": "delete", "note": info.to_dict()}
+
+
+def _listed(infos: Sequence[NoteInfo]) -> tuple[str, dict[str, Any]]:
+    if not infos:
+        text = "No notes match."
+    else:
+        text = "\n".join([f"{_plural(len(infos))}, newest first:", *map(_line, infos)])
+    return text, {"action": "list", "notes": [info.to_dict() for info in infos]}
+
+
+def _found(hits: Sequence[NoteHit]) -> tuple[str, dict[str, Any]]:
+    if not hits:
+        text = "No notes match; try other words, or list to browse."
+    else:
+        lines = [f"{_plural(len(hits))}:"]
+        for hit in hits:
+            lines.append(_line(hit.note))
+            if hit.note.content.strip():
+                lines.append(f"  {_snippet(hit.note.content)}")
+        text = "\n".join(lines)
+    hits_data = [{**hit.note.to_dict(), "score": hit.score} for hit in hits]
+    return text, {"action": "search", "hits": hits_data}
+
+
+def _summarised(summary: NoteSummary) -> tuple[str, dict[str, Any]]:
+    counts = ", ".join(f"{kind} {count}" for kind, count in summary.by_type.items())
+    lines = [f"{_plural(summary.total)}" + (f" ({counts})" if counts else "") + "."]
+    if summary.recent:
+        lines.append("Latest:")
+        lines.extend(_line(info) for info in summary.recent)
+    return "\n".join(lines), {"action": "summary", "summary": summary.to_dict()}
+
+
+# -- notes as a context source ---------------------------------------------------------
+
+
+class NoteSource(ContextSource):
+    """A context source that supplies notes: open blockers first, then relevant notes.
+
+    Each fetch takes the `max_blockers` most recently updated `blocker` notes (a blocker
+    matters whatever the question), then the notes most relevant to the query (BM25),
+    without duplicates, at most `k` in all. Each result's content is the note rendered
+    with its type and title; its metadata holds the note's id, type, tags and update time.
+    The scope is not used: choose the store (or namespace) per user or thread instead.
+
+    ```python
+    from langgraph.store.memory import InMemoryStore
+
+    from langchain_contextkit.notes import StoreNoteStore
+    from langchain_contextkit.tools.notes import NoteSource
+
+    store = StoreNoteStore(InMemoryStore())
+    store.create(title="Refactor plan", content="Refactor the models first.")
+    store.create(title="CI is red", content="Tests time out.", note_type="blocker")
+    for result in NoteSource(name="notes", store=store, k=2).fetch("refactor"):
+        print(result.metadata["note_type"], result.content.splitlines()[0])
+    # blocker [blocker] CI is red
+    # general [general] Refactor plan
+    ```
+    """
+
+    store: NoteStore
+    """Where the notes live."""
+
+    k: int | None = 5
+    """Maximum number of notes per fetch (blockers included); `None` for no cap."""
+
+    max_blockers: int = 2
+    """Most recent blocker notes put first whatever the query; 0 to rank blockers like
+    any other note."""
+
+    def __init__(self, **data: Any) -> None:  # noqa: ANN401 - the model's fields
+        """Check the fields, then build the source.
+
+        Args:
+            **data: `name`, `store`, and optionally `k`, `max_blockers`, `tags`,
+                `metadata`.
+
+        Raises:
+            ConfigError: If `store` is not a `NoteStore`, `max_blockers` is negative, or
+                `name` / `k` is invalid.
+        """
+        store = data.get("store")
+        if not isinstance(store, NoteStore):
+            msg = f"store must be a NoteStore, got {type(store).__name__}"
+            raise ConfigError(msg)
+        blockers = data.get("max_blockers", 2)
+        if isinstance(blockers, bool) or not isinstance(blockers, int) or blockers < 0:
+            msg = f"max_blockers must be an integer >= 0, got {blockers!r}"
+            raise ConfigError(msg)
+        super().__init__(**data)
+
+    def fetch(
+        self,
+        query: str,
+        scope: Scope | None = None,  # noqa: ARG002 - notes are scoped by store, not run
+        *,
+        callbacks: Callbacks = None,  # noqa: ARG002 - the store makes no LangChain runs
+    ) -> list[RetrievalResult]:
+        """Return blockers first, then the notes most relevant to `query`.
+
+        Args:
+            query: What the run is about.
+            scope: Ignored (see the class docstring).
+            callbacks: Ignored: reading notes starts no LangChain run.
+
+        Returns:
+            At most `k` results labelled with this source's name.
+        """
+        limit = self.k or _MAX_LIMIT
+        pinned = []
+        if self.max_blockers:
+            blockers = self.store.search("", note_type="blocker", limit=self.max_blockers)
+            pinned = [hit.note for hit in blockers]
+        hits = self.store.search(query, limit=limit)
+        return self._results(pinned, [hit.note for hit in hits], limit)
+
+    async def afetch(
+        self,
+        query: str,
+        scope: Scope | None = None,  # noqa: ARG002
+        *,
+        callbacks: Callbacks = None,  # noqa: ARG002
+    ) -> list[RetrievalResult]:
+        """Async twin of `fetch`, through the store's async methods."""
+        limit = self.k or _MAX_LIMIT
+        pinned = []
+        if self.max_blockers:
+            blockers = await self.store.asearch("", note_type="blocker", limit=self.max_blockers)
+            pinned = [hit.note for hit in blockers]
+        hits = await self.store.asearch(query, limit=limit)
+        return self._results(pinned, [hit.note for hit in hits], limit)
+
+    def _results(self, pinned: list[Note], ranked: list[Note], limit: int) -> list[RetrievalResult]:
+        """Blockers, then ranked notes, without duplicates; scored by rank."""
+        seen: set[str] = set()
+        notes = []
+        for note in [*pinned, *ranked]:
+            if note.id not in seen:
+                seen.add(note.id)
+                notes.append(note)
+        return [
+            RetrievalResult(
+                content=f"[{note.type}] {note.title}\n{note.content}",
+                score=1.0 / (rank + 1),
+                source=self.name,
+                metadata={
+                    "note_id": note.id,
+                    "note_type": note.type,
+                    "tags": list(note.tags),
+                    "updated_at": note.to_dict()["updated_at"],
+                },
+            )
+            for rank, note in enumerate(notes[:limit])
+        ]
