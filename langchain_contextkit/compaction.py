@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -642,8 +643,8 @@ class HistoryCompactor:
         if not isinstance(text, str) or not text.strip():
             return None
         recap = truncate_to_tokens(text.strip(), self.max_summary_tokens, self.token_counter)
-        if not recap:
-            return None
+        if not any(ch.isalnum() for ch in recap):
+            return None  # nothing but an ellipsis or punctuation: a placeholder, not a summary
         covered = plan.covered + plan.cut
         tail = plan.pending[plan.cut :]
         view = self._view(plan.system, recap, covered, tail)
@@ -725,12 +726,13 @@ def _assert_no_new_problems(
     before: Sequence[BaseMessage], after: Sequence[BaseMessage], *, require_human_first: bool
 ) -> None:
     """Compaction may keep problems the input had, but must never add one."""
-    known = {p.code for p in find_message_problems(before, require_human_first=require_human_first)}
-    new = [
-        p
-        for p in find_message_problems(after, require_human_first=require_human_first)
-        if p.code not in known
-    ]
+    known = Counter(
+        p.code for p in find_message_problems(before, require_human_first=require_human_first)
+    )
+    found = Counter(
+        p.code for p in find_message_problems(after, require_human_first=require_human_first)
+    )
+    new = found - known  # per problem kind, more than the input had
     if new:  # pragma: no cover - a bug in this module, not a user error
         msg = f"compaction produced an invalid message list: {new}"
         raise AssertionError(msg)

@@ -310,14 +310,16 @@ def trim_to_budget(
         ```
     """
     system, rest = split_system(messages)
-    system_cost = sum(message_costs(system, counter)) + _REPLY_PRIMING
+    # Reply priming is charged once per non-empty list, and an empty list costs nothing.
+    system_cost = sum(message_costs(system, counter)) + _REPLY_PRIMING if system else 0
     if system_cost > max_tokens:
         msg = (
             f"the system messages alone take {system_cost} tokens, more than the budget "
             f"of {max_tokens}"
         )
         raise ContextWindowExceeded(msg, required=system_cost, budget=max_tokens)
-    start = tail_start(rest, max_tokens - system_cost, counter=counter)
+    room = max_tokens - system_cost - (0 if system else _REPLY_PRIMING)
+    start = tail_start(rest, room, counter=counter) if room >= 0 else len(rest)
     if require_human_first:
         start = next_human_start(rest, start)
     return system + rest[start:]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -342,8 +343,9 @@ def _entry_cost(registry: PromptRegistry, counter: TokenCounter) -> int:
 
 
 def _no_new_problems(before: Sequence[BaseMessage], after: Sequence[BaseMessage]) -> None:
-    known = {p.code for p in find_message_problems(before)}
-    new = [p for p in find_message_problems(after) if p.code not in known]
+    new = Counter(p.code for p in find_message_problems(after)) - Counter(
+        p.code for p in find_message_problems(before)
+    )
     if new:  # pragma: no cover - a bug here, not a user error
         msg = f"reduction produced an invalid message list: {new}"
         raise AssertionError(msg)

