@@ -1,0 +1,5 @@
+"""LangChain tools: each a `BaseTool` with a pydantic argument schema, sync and async."""
+
+from langchain_contextkit.tools.terminal import DEFAULT_READ_ONLY, TerminalTool
+
+__all__ = ["DEFAULT_READ_ONLY", "TerminalTool"]
