@@ -15,6 +15,7 @@ tree 2 (Debian 12): the tool targets Linux with the GNU tools.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -57,6 +58,10 @@ _R_WRITES = "it writes files, and this terminal is read-only"
 _R_RUNS = "it runs other programs"
 _R_FOLLOWS = "it follows symlinks, which can lead out of the workspace"
 _R_HANGS = "it waits for more input forever; use tail -n N instead"
+_R_AWK_FILES = (
+    "awk programs are given inline, without @-directives: @include and program files "
+    "could read files outside the workspace"
+)
 _R_STDIN_NAMES = "it reads file names from a list the tool cannot vet"
 
 
@@ -104,6 +109,8 @@ class CommandSpec:
     """Whether options may follow operands (GNU getopt); if not, the first operand ends them."""
     inject: tuple[str, ...] = ()
     """Options the tool always adds (`--sandbox`)."""
+    script_refused: tuple[re.Pattern[str], str] | None = None
+    """A pattern no inline script may contain, and why (gawk's `@include`)."""
     binary: str | None = None
     """The executable to run, when it is not the command's own name (`awk` runs `gawk`)."""
     note: str = ""
@@ -337,24 +344,25 @@ _SED = CommandSpec(
 
 _AWK = CommandSpec(
     flags="bcCMnNOPrsStV",
-    short_values={"e": Kind.TEXT, "f": Kind.INPUT, "F": Kind.TEXT, "v": Kind.TEXT},
+    short_values={"e": Kind.TEXT, "F": Kind.TEXT, "v": Kind.TEXT},
     long_flags=_longs(
         "characters-as-bytes traditional copyright bignum use-lc-numeric non-decimal-data "
         f"optimize posix re-interval no-optimize sandbox lint-old {_HELP}"
     ),
-    long_values={
-        **_kinds("source field-separator assign", Kind.TEXT),
-        "--file": Kind.INPUT,
-    },
+    long_values=_kinds("source field-separator assign", Kind.TEXT),
     refused={
         **_refused(_R_WRITES, "-d -o -p --dump-variables --pretty-print --profile"),
         **_refused(_R_RUNS, "-E --exec -i --include -l --load"),
         **_refused("it is interactive", "-D --debug"),
         **_refused("use the --long spelling instead", "-W"),
         **_refused("lint output is not needed here", "-L --lint"),
+        **_refused(_R_AWK_FILES, "-f --file"),
     },
     operands=Operands.SCRIPT_THEN_PATHS,
-    script_options=frozenset({"-e", "-f", "--source", "--file"}),
+    script_options=frozenset({"-e", "--source"}),
+    # @include and @load read files at parse time, sandbox or not (parse errors would
+    # echo their lines); @ followed by a name covers every directive.
+    script_refused=(re.compile(r"@\s*[A-Za-z_]"), _R_AWK_FILES),
     # gawk's getopt string starts with '+': options end at the first operand.
     permute=False,
     # gawk's sandbox refuses system(), pipes, redirections and new files added to ARGV.

@@ -18,7 +18,7 @@ promptly.
 """
 
 # String paths throughout, as os.path.realpath returns them:
-# ruff: noqa: PTH112, PTH114, PTH115
+# ruff: noqa: PTH112, PTH114, PTH115, PTH123, PTH208
 
 from __future__ import annotations
 
@@ -105,9 +105,11 @@ def bwrap_command(bwrap: str, root: str | None, cwd: str) -> list[str]:
     """The bubblewrap prefix for one stage: `root` read-only, system directories read-only.
 
     New user (mapped to nobody), PID, network, IPC, UTS and cgroup namespaces, no
-    capabilities, a private /tmp, a minimal /dev and /proc, killed with its parent, in
-    a new session (no terminal injection). The root is mounted at its own path so paths
-    in the output match the ones the model uses.
+    capabilities, a private /tmp, a minimal /dev and /proc, killed with its parent. No
+    `--new-session`: the stage already runs in a session of its own without a terminal
+    (so no terminal injection), and staying in that session's process group lets the
+    tool kill the sandboxed processes with the group. The root is mounted at its own
+    path so paths in the output match the ones the model uses.
 
     Args:
         bwrap: The bubblewrap executable.
@@ -128,7 +130,9 @@ def bwrap_command(bwrap: str, root: str | None, cwd: str) -> list[str]:
         "--cap-drop",
         "ALL",
         "--die-with-parent",
-        "--new-session",
+        # The command is the namespace's pid 1 (no reaper process in between): bwrap
+        # then reaps it itself, so nothing of the sandbox outlives bwrap's exit.
+        "--as-pid-1",
         "--ro-bind",
         "/usr",
         "/usr",
@@ -233,7 +237,7 @@ def _process_cap() -> int | None:
     every task on the machine, which bounds the user's.
     """
     try:
-        with open("/proc/loadavg", encoding="ascii") as handle:  # noqa: PTH123
+        with open("/proc/loadavg", encoding="ascii") as handle:
             total = int(handle.read().split()[3].split("/")[1])
     except (OSError, ValueError, IndexError):
         return None
@@ -330,6 +334,44 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _groups_alive(pgids: Sequence[int]) -> bool:
+    """Whether a process that is still running is left in any of these groups.
+
+    Reaping a stage's leader does not wait for the rest of its group: when a sandbox is
+    killed, the processes inside it die with it, but a moment later. A group id stays
+    taken while any member exists (so probing it cannot hit an unrelated process); the
+    slower /proc scan then tells running members from zombies waiting for init.
+    """
+    present = []
+    for pgid in pgids:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            pass
+        present.append(pgid)
+    return bool(present) and _running_members(set(present))
+
+
+def _running_members(pgids: set[int]) -> bool:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp in pgids and state not in {"Z", "X"}:
+            return True
+    return False
+
+
+_GONE_POLL = 0.002  # seconds between probes for a killed group's last members
+
+
 def run_pipeline(
     stages: Sequence[Sequence[str]],
     *,
@@ -369,6 +411,9 @@ def run_pipeline(
         with contextlib.suppress(subprocess.TimeoutExpired):
             for proc in procs:
                 proc.wait(timeout=_KILL_GRACE)
+        gone_by = time.monotonic() + _KILL_GRACE
+        while _groups_alive([p.pid for p in procs]) and time.monotonic() < gone_by:
+            time.sleep(_GONE_POLL)
         for fd in (err_read, err_write, out_read):
             if fd is not None and fd >= 0:
                 os.close(fd)
@@ -484,6 +529,10 @@ async def arun_pipeline(
                 _kill_group(proc.pid)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(proc.wait() for proc in procs)), _KILL_GRACE)
+        gone_by = time.monotonic() + _KILL_GRACE
+        # Polling the kernel: there is no event to wait on.
+        while _groups_alive([p.pid for p in procs]) and time.monotonic() < gone_by:  # noqa: ASYNC110
+            await asyncio.sleep(_GONE_POLL)
         for fd in (err_read, err_write, out_read):
             if fd is not None and fd >= 0:
                 os.close(fd)

@@ -46,6 +46,7 @@ class _Value:
 
     text: str
     kind: Kind
+    option: str
 
 
 @dataclass(slots=True)
@@ -95,13 +96,12 @@ def _parse_long(words: Sequence[Word], i: int, name: str, spec: CommandSpec, out
             raise Refusal(msg)
         return i + 1
     if option in spec.long_values:
-        if eq:
-            out.values.append(_Value(value, spec.long_values[option]))
-            return i + 1
-        out.values.append(_Value(_next_word(words, i + 1, name, option), spec.long_values[option]))
-        return i + 2
+        if not eq:
+            value = _next_word(words, i + 1, name, option)
+        out.values.append(_Value(value, spec.long_values[option], option))
+        return i + 1 if eq else i + 2
     if eq:  # an optional value is only ever attached with '='
-        out.values.append(_Value(value, spec.long_optional[option]))
+        out.values.append(_Value(value, spec.long_optional[option], option))
     return i + 1
 
 
@@ -122,12 +122,12 @@ def _parse_short(words: Sequence[Word], i: int, name: str, spec: CommandSpec, ou
         out.script_given = out.script_given or option in spec.script_options
         rest = text[j + 1 :]
         if not rest:
-            out.values.append(_Value(_next_word(words, i + 1, name, option), kind))
+            out.values.append(_Value(_next_word(words, i + 1, name, option), kind, option))
             return i + 2
         if not spec.attached_values:
             msg = f"{name}: give the value of {option} as the next word ({option} VALUE)."
             raise Refusal(msg)
-        out.values.append(_Value(rest, kind))
+        out.values.append(_Value(rest, kind, option))
         return i + 1
     return i + 1
 
@@ -196,12 +196,15 @@ def check_stage(
     parsed = _parse(name, spec, words)
     for value in parsed.values:
         _check_value(value, workspace, cwd)
+        if value.option in spec.script_options:
+            _check_script(name, spec, value.text)
     script = None
     if spec.operands is Operands.SCRIPT_THEN_PATHS and not parsed.script_given:
         if not parsed.operands:
             msg = f"{name} needs a pattern or script."
             raise Refusal(msg)
         script = parsed.operands[0]
+        _check_script(name, spec, words[script].text)
     paths = [i for i in parsed.operands if i != script and words[i].text != "-"]
     if spec.max_operands is not None and len(paths) > spec.max_operands:
         msg = f"{name} takes at most {spec.max_operands} file here: {spec.max_operands_reason}."
@@ -214,6 +217,12 @@ def check_stage(
         msg = f"More than {MAX_ARGS} arguments; narrow the globs."
         raise Refusal(msg)
     return args
+
+
+def _check_script(name: str, spec: CommandSpec, script: str) -> None:
+    if spec.script_refused is not None and spec.script_refused[0].search(script):
+        msg = f"{name}: this script is not allowed: {spec.script_refused[1]}."
+        raise Refusal(msg)
 
 
 def _expand_path(word: Word, spec: CommandSpec, workspace: Workspace, cwd: str) -> list[str]:
@@ -249,7 +258,7 @@ def check_find(words: Sequence[Word], workspace: Workspace, cwd: str) -> list[st
             continue
         value = _next_word(words, i, "find", text)
         if isinstance(arity, Kind):
-            _check_value(_Value(value, arity), workspace, cwd)
+            _check_value(_Value(value, arity, text), workspace, cwd)
         args.append(value)
         i += 1
     if len(args) > MAX_ARGS:

@@ -64,7 +64,9 @@ def report(
             f"\n[output passed {MAX_DRAIN_BYTES >> 20} MiB; the command was stopped there, "
             "so the end shown is not the end of the output]"
         )
-    text = "".join(parts).rstrip("\n")
+    # NUL bytes (binary files) become a visible symbol: many stores and provider APIs
+    # reject NUL inside text (a Postgres checkpointer cannot save such a message).
+    text = "".join(parts).rstrip("\n").replace("\0", "\u2400")
     errors = _stderr(result, names, executables)
     if errors:
         text += ("\n" if text else "") + "[stderr]\n" + errors
