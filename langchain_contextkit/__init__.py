@@ -28,9 +28,11 @@ from langchain_contextkit.tokens import (
     count_tool_tokens,
     tiktoken_counter,
 )
+from langchain_contextkit.tools import DEFAULT_READ_ONLY, TerminalTool
 
 __all__ = [
     "DEFAULT_IMAGE_TOKENS",
+    "DEFAULT_READ_ONLY",
     "BudgetedRetriever",
     "CallableSource",
     "ConfigError",
@@ -44,6 +46,7 @@ __all__ = [
     "RetrievalResult",
     "RetrieverSource",
     "Scope",
+    "TerminalTool",
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerUnavailableError",

@@ -185,6 +185,9 @@ _NEVER = frozenset(
 )
 
 
+_ROOT_REACHED = "Now in . (the workspace root)."
+
+
 class TerminalCommandError(ToolException):
     """A command the model should change: refused, timed out, or unable to start.
 
@@ -467,7 +470,7 @@ class TerminalTool(BaseTool):
             return self._cwd
         if not words:
             self._cwd = "."
-            return "Now in . (the workspace root)."
+            return _ROOT_REACHED
         if len(words) > 1 or words[0].text.startswith("-"):
             msg = "cd takes one directory (no options); plain cd goes back to the root."
             raise Refusal(msg)
@@ -480,7 +483,7 @@ class TerminalTool(BaseTool):
             msg = f"'{words[0].text}' is not a directory."
             raise Refusal(msg)
         self._cwd = self._workspace.relative(resolved)
-        return f"Now in {self._cwd}."
+        return _ROOT_REACHED if self._cwd == "." else f"Now in {self._cwd}."
 
 
 class _Plan:

@@ -80,12 +80,12 @@ def build_world(base: Path) -> World:
         path.write_text(text)
     with (root / "data" / "big.bin").open("wb") as handle:
         handle.truncate(2 << 30)  # sparse: 2 GB of zeros, no disk used
-    os.symlink("../outside/secret.txt", root / "escape_link")
-    os.symlink(outside / "secret.txt", root / "escape_abs")
-    os.symlink("../outside", root / "escape_dir")
-    os.symlink("/etc", root / "etc_link")
+    (root / "escape_link").symlink_to("../outside/secret.txt")
+    (root / "escape_abs").symlink_to(outside / "secret.txt")
+    (root / "escape_dir").symlink_to("../outside")
+    (root / "etc_link").symlink_to("/etc")
     (root / "trap_link").mkdir()
-    os.symlink("../../outside/secret.txt", root / "trap_link" / "-n")
+    (root / "trap_link" / "-n").symlink_to("../../outside/secret.txt")
     os.mkfifo(root / "fifo")
     return World(base, root, outside, secret)
 
@@ -95,9 +95,8 @@ def snapshot(world: World) -> dict[str, tuple[int, int]]:
     seen = {}
     for directory, dirs, files in os.walk(world.base):
         for name in dirs + files:
-            path = os.path.join(directory, name)
-            info = os.lstat(path)
-            seen[path] = (info.st_size, info.st_mtime_ns)
+            info = (Path(directory) / name).lstat()
+            seen[f"{directory}/{name}"] = (info.st_size, info.st_mtime_ns)
     return seen
 
 
@@ -106,17 +105,16 @@ def processes_in(path: Path) -> list[int]:
     mine = os.getpid()
     found = []
     needle = str(path)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == mine:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == mine:
             continue
         try:
-            cwd = os.readlink(f"/proc/{entry}/cwd")
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read().decode("utf-8", "replace")
+            cwd = str((entry / "cwd").readlink())
+            cmdline = (entry / "cmdline").read_bytes().decode("utf-8", "replace")
         except OSError:
             continue
         if cwd.startswith(needle) or needle in cmdline:
-            found.append(int(entry))
+            found.append(int(entry.name))
     return found
 
 

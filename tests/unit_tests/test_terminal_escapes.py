@@ -9,9 +9,9 @@ message (the argument policy caught them before anything ran).
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import ToolMessage
@@ -86,7 +86,7 @@ ATTEMPTS = [
     a("dotdot", f"cat {S}"),
     a("dot-dotdot", f"cat ./{S}"),
     a("inner-dotdot", f"cat docs/../{S}"),
-    a("missing-dir-dotdot", f"cat nope/../../outside/secret.txt"),
+    a("missing-dir-dotdot", "cat nope/../../outside/secret.txt"),
     a("quoted-dotdot", f"cat '{S}'"),
     a("dquoted-dotdot", f'cat "{S}"'),
     a("escaped-slash", "cat ..\\/outside/secret.txt"),
@@ -238,8 +238,8 @@ def _assert_no_escape(world: World, outputs: list[str], before: dict[str, tuple[
         assert "root:x:0:0" not in text  # /etc/passwd
         assert "CONTEXTKIT_CANARY" not in text or "$" in text  # only ever echoed refusals
     assert snapshot(world) == before, "a file was created or changed"
-    assert not os.path.exists("out.txt")
-    assert not os.path.exists("stolen.txt")
+    assert not Path("out.txt").exists()
+    assert not Path("stolen.txt").exists()
     assert processes_in(world.root) == []
 
 
@@ -283,7 +283,11 @@ SCRIPT_ATTEMPTS = [
     a("awk-operand", f"awk 1 {S}"),
     a("awk-system", f"awk 'BEGIN {{ system(\"cat {S}\") }}'", expect=ANY),
     a("awk-getline", f"awk 'BEGIN {{ while ((getline l < \"{S}\") > 0) print l }}'", expect=ANY),
-    a("awk-argv", f"awk 'BEGIN {{ ARGV[1] = \"{S}\"; ARGC = 2 }} {{ print }}' README.md", expect=ANY),
+    a(
+        "awk-argv",
+        f"awk 'BEGIN {{ ARGV[1] = \"{S}\"; ARGC = 2 }} {{ print }}' README.md",
+        expect=ANY,
+    ),
     a("awk-print-redirect", "awk '{ print > \"out.txt\" }' README.md", expect=ANY),
     a("awk-pipe", "awk '{ print | \"sh\" }' README.md", expect=ANY),
     a("awk-include", f"awk '@include \"{S}\"'"),
