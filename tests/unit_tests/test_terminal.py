@@ -407,3 +407,23 @@ def test_public_exports() -> None:
     assert "ls" in DEFAULT_READ_ONLY
     assert not DEFAULT_READ_ONLY & {"sh", "bash", "python", "sed", "awk", "less", "vi"}
     assert os.fspath(TerminalTool(tempfile.gettempdir(), sandbox="none").root)
+
+
+def test_limits_without_prlimit_use_preexec(world: World) -> None:
+    # Where util-linux prlimit is missing, the limits are set by a preexec_fn instead.
+    tool = TerminalTool(world.root, sandbox="none")
+    tool._prlimit = None
+    plan = tool._check("ls")
+    assert not isinstance(plan, str)
+    assert plan.stages[0][0].endswith("/ls")
+    assert plan.options["preexec"] is not None
+    assert tool.invoke({"command": "grep -c ERROR data/app.log"}) == "100"
+    target = world.base / "written-preexec.txt"
+    dd = shutil.which("dd")
+    assert dd is not None
+    result = run_pipeline(
+        [[dd, "if=/dev/zero", f"of={target}", "bs=1k", "count=1"]], **plan.options
+    )
+    assert result.statuses[0] != 0
+    assert not target.exists() or target.stat().st_size == 0
+    target.unlink(missing_ok=True)

@@ -19,7 +19,7 @@ from terminal_world import HAS_GAWK, MODES, World, build_world, processes_in, sn
 
 from langchain_contextkit.tools import TerminalTool
 
-TIMEOUT = 3.0
+TIMEOUT = 2.0
 REFUSED, ANY = "refused", "any"
 
 
