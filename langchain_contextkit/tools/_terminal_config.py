@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Collection, Mapping
 from typing import Literal
 
@@ -28,6 +29,7 @@ __all__ = [
     "check_allowed",
     "check_env",
     "check_limits",
+    "check_platform",
     "check_root",
     "child_env",
     "describe",
@@ -66,6 +68,13 @@ _MAX_TIMEOUT = 600.0
 def child_env(root: str, extra: Mapping[str, str]) -> dict[str, str]:
     """The children's whole environment: nothing inherited from this process."""
     return {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": root, **extra}
+
+
+def check_platform() -> None:
+    """The tool needs Linux: process groups, resource limits, /proc, the GNU tools."""
+    if not sys.platform.startswith("linux"):
+        msg = f"TerminalTool runs on Linux only (this is {sys.platform})."
+        raise ConfigError(msg)
 
 
 def check_root(root: str | os.PathLike[str]) -> str:

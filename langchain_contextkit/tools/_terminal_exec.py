@@ -28,14 +28,19 @@ import contextlib
 import functools
 import math
 import os
-import resource
 import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+# POSIX only. The package must still import elsewhere (the tool then refuses to start,
+# see TerminalTool's platform check), so `resource` is optional here.
+if sys.platform != "win32":
+    import resource
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence

@@ -16,11 +16,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Report", "report"]
 
+# By name: some of these signals do not exist off POSIX, where this module still imports.
 _SIGNAL_NOTES = {
-    signal.SIGXFSZ: "it tried to write a file; this terminal is read-only",
-    signal.SIGXCPU: "it used up its CPU time",
-    signal.SIGKILL: "it was stopped",
-    signal.SIGSEGV: "it crashed (perhaps at its memory limit)",
+    "SIGXFSZ": "it tried to write a file; this terminal is read-only",
+    "SIGXCPU": "it used up its CPU time",
+    "SIGKILL": "it was stopped",
+    "SIGSEGV": "it crashed (perhaps at its memory limit)",
 }
 
 
@@ -101,10 +102,10 @@ def _status(result: PipelineResult, names: Sequence[str]) -> str:
         if not status:
             continue
         if status < 0:
-            if i < last and -status == signal.SIGPIPE:
+            if i < last and signal.Signals(-status).name == "SIGPIPE":
                 continue  # an earlier stage stopped by `| head`: normal
             number = signal.Signals(-status)
-            why = _SIGNAL_NOTES.get(number, "it was killed")
+            why = _SIGNAL_NOTES.get(number.name, "it was killed")
             notes.append(f"[{name} was killed by {number.name}: {why}]")
         elif name == "grep" and status == 1:
             notes.append("[grep: no lines matched (exit status 1)]")

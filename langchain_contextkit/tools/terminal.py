@@ -61,6 +61,7 @@ from langchain_contextkit.tools._terminal_config import (
     check_allowed,
     check_env,
     check_limits,
+    check_platform,
     check_root,
     child_env,
     describe,
@@ -292,11 +293,12 @@ class TerminalTool(BaseTool):
             **kwargs: Other `BaseTool` fields (`name`, `callbacks`, `tags`, ...).
 
         Raises:
-            ConfigError: The root is not a directory (or is `/`), a command has no
+            ConfigError: Not on Linux, the root is not a directory (or is `/`), a command has no
                 argument policy or is not installed in its safe form, a limit is out of
                 range, an env variable is not allowed, or `sandbox="bwrap"` cannot
                 start bubblewrap here.
         """
+        check_platform()
         real_root = check_root(root)
         allowed = check_allowed(allowed_commands)
         check_limits(timeout, max_output_chars)

@@ -427,3 +427,13 @@ def test_limits_without_prlimit_use_preexec(world: World) -> None:
     assert result.statuses[0] != 0
     assert not target.exists() or target.stat().st_size == 0
     target.unlink(missing_ok=True)
+
+
+def test_other_platforms_are_refused_at_construction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_contextkit.tools import _terminal_config
+
+    monkeypatch.setattr(_terminal_config.sys, "platform", "darwin")
+    with pytest.raises(ConfigError, match="Linux only"):
+        TerminalTool(tmp_path)
