@@ -67,7 +67,7 @@ from langchain_contextkit.tokens import (
     tiktoken_counter,
     truncate_to_tokens,
 )
-from langchain_contextkit.tools import NoteSource, NoteTool
+from langchain_contextkit.tools import DEFAULT_READ_ONLY, NoteSource, NoteTool, TerminalTool
 from langchain_contextkit.trajectories import (
     PlanStep,
     PlanTrajectory,
@@ -77,6 +77,7 @@ from langchain_contextkit.trajectories import (
 
 __all__ = [
     "DEFAULT_IMAGE_TOKENS",
+    "DEFAULT_READ_ONLY",
     "REDUCERS",
     "BudgetedRetriever",
     "CallableSource",
@@ -119,6 +120,7 @@ __all__ = [
     "RunningSummary",
     "Scope",
     "StoreNoteStore",
+    "TerminalTool",
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerUnavailableError",

@@ -5,6 +5,7 @@ import langchain_contextkit
 
 EXPECTED_ALL = {
     "DEFAULT_IMAGE_TOKENS",
+    "DEFAULT_READ_ONLY",
     "BudgetedRetriever",
     "CallableSource",
     "ContextBuilder",
@@ -13,6 +14,7 @@ EXPECTED_ALL = {
     "ContextSource",
     "RetrieverSource",
     "Scope",
+    "TerminalTool",
     "WindowBudget",
     "WindowBudgetConfig",
     "ConfigError",
