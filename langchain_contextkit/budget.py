@@ -348,7 +348,9 @@ class _Ledger:
     def wanted(self) -> int:
         """Tokens this source could still use: passed-over and not-yet-ranked candidates."""
         want = sum(self.costs[i] for i in self.passed_over) + self.unranked_cost
-        return want + (self.demand.overhead if want and not self.kept else 0)
+        # Zero-cost candidates still want the heading: test for candidates, not for cost.
+        remaining = bool(self.passed_over) or not self.exhausted
+        return want + (self.demand.overhead if remaining and not self.kept else 0)
 
     def result(self) -> SourceAllocation:
         return SourceAllocation(
