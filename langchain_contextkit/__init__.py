@@ -15,6 +15,7 @@ from langchain_contextkit.compaction import (
     HistoryCompactor,
     RunningSummary,
 )
+from langchain_contextkit.config import ContextKitConfig
 from langchain_contextkit.errors import (
     ConfigError,
     ContextKitError,
@@ -88,6 +89,7 @@ __all__ = [
     "ConfigError",
     "ContextBuilder",
     "ContextConfig",
+    "ContextKitConfig",
     "ContextKitError",
     "ContextReport",
     "ContextSource",

@@ -148,8 +148,18 @@ class ContextKitConfig:
         )
 
     def to_yaml(self) -> str:
-        """The config as a YAML document (`yaml.safe_dump` of `to_dict`), fields in order."""
-        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+        """The config as a YAML document (`yaml.safe_dump` of `to_dict`), fields in order.
+
+        `from_yaml` reads it back to an equal config. PyYAML's default styles do not
+        round-trip every string (a source name holding U+0085 NEL reads back as a space),
+        so when the document does not read back to the same data, every scalar is
+        double-quoted (with escapes) instead.
+        """
+        data = self.to_dict()
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        if yaml.safe_load(text) != data:
+            text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_style='"')
+        return text
 
     @classmethod
     def from_yaml(cls, text: str) -> ContextKitConfig:

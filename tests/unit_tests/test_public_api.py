@@ -50,6 +50,7 @@ EXPECTED_ALL = {
     "trim_to_budget",
     "truncate_to_tokens",
     # trajectory reducers (issue 5)
+    "ContextKitConfig",
     "REDUCERS",
     "PlanStep",
     "PlanTrajectory",
