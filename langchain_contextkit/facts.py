@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "FactIndex",
     "conclusion_sentences",
     "fact_tokens",
     "has_decision",
@@ -111,8 +112,9 @@ def normalised(text: str) -> str:
 def missing_facts(source: str, output: str) -> list[str]:
     """What `output` lost of `source`: fact tokens absent from it, then conclusions.
 
-    A fact token is present when it occurs verbatim in `output`; a conclusion when its
-    normalised text does. Used to re-insert what a summariser dropped.
+    A fact token is present when it occurs as a whole token of `output`; a conclusion when
+    its normalised text does (see `FactIndex`). Used to re-insert what a summariser
+    dropped.
 
     Example:
         ```python
@@ -123,7 +125,36 @@ def missing_facts(source: str, output: str) -> list[str]:
         # ['92%', 'db-7', 'We concluded the cron job leaks.']
         ```
     """
-    flat = normalised(output)
-    lost = [token for token in fact_tokens(source) if token not in output]
-    lost.extend(s for s in conclusion_sentences(source) if normalised(s) not in flat)
-    return lost
+    return FactIndex(output).missing(source)
+
+
+class FactIndex:
+    """What a text states, indexed once, to check many sources against it cheaply.
+
+    A fact token counts as present only as a whole token of the text ("12" is not kept by
+    "TKT-4812", nor "0" by "2050"); a conclusion when its normalised text occurs in the
+    normalised text. Building the index is linear in the text; each check is linear in
+    the source, so checking n sources against one summary stays linear overall.
+
+    Example:
+        ```python
+        from langchain_contextkit.facts import FactIndex
+
+        index = FactIndex("Filed as TKT-4812 on 2025-01-02.")
+        print(index.missing("Latency was 12 ms; filed as TKT-4812."))
+        # ['12']
+        ```
+    """
+
+    def __init__(self, text: str) -> None:
+        """Index `text`."""
+        self.tokens = set(fact_tokens(text))
+        self.flat = normalised(text)
+
+    def missing(self, source: str) -> list[str]:
+        """The fact tokens and conclusions of `source` that the indexed text lost."""
+        conclusions = [s for s in conclusion_sentences(source) if normalised(s) not in self.flat]
+        # A token inside a conclusion that comes back anyway need not come back twice.
+        inside = {token for sentence in conclusions for token in fact_tokens(sentence)}
+        lost = [t for t in fact_tokens(source) if t not in self.tokens and t not in inside]
+        return [*lost, *conclusions]

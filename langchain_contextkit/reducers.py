@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import re
 from collections import Counter
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -34,7 +35,7 @@ import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
-from langchain_contextkit.facts import missing_facts, normalised
+from langchain_contextkit.facts import FactIndex, normalised
 from langchain_contextkit.messages import find_message_problems, split_system, unit_starts
 from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.summarizers import (
@@ -162,7 +163,12 @@ async def _summary_within(
     room: int,
     counter: TokenCounter,
 ) -> str:
-    """Summarise `text` into at most `room` tokens; the extractive summary on failure."""
+    """Summarise `text` into at most `room` tokens.
+
+    The extractive summary steps in when the summariser fails or returns nothing; when
+    that finds nothing either (no sentence carries a fact), the text itself, cut to the
+    room, is the summary: lossy but real, never a placeholder and never an error.
+    """
     if room < 1:
         return ""
     try:
@@ -174,7 +180,10 @@ async def _summary_within(
         summary = ""
     if not summary.strip() and summarize is not None:
         summary = ExtractiveSummarizer(max_tokens=room, counter=counter)(text, instruction)
-    return truncate_to_tokens(summary.strip(), room, counter)
+    if not summary.strip():
+        summary = text
+    summary = truncate_to_tokens(summary.strip(), room, counter)
+    return summary if any(ch.isalnum() for ch in summary) else ""
 
 
 def _exceeded(*, what: str, required: int, budget: int) -> ContextWindowExceeded:
@@ -446,14 +455,19 @@ async def reduce_plan(
         )
     room = budget - floor
     summary = await _summary_within(summarize, text, instruction_of(max_tokens=room), room, counter)
-    # Re-insert what the summary dropped; a longer fact list leaves less room for the
-    # summary, whose cut may drop more facts, so repeat until the two fit together.
+    # Re-insert what the summary dropped. A longer fact list leaves less room for the
+    # summary; a cut summary drops more facts. So when the two do not fit together, the
+    # summary is redone smaller, extractively (whole fact-bearing sentences, no further
+    # model call), and the facts it cannot hold join the list.
     for _ in range(_FACT_ROUNDS):
         result = fitted(summary, _key_facts(steps, folded, summary))
         excess = counter(result.render()) - budget
         if excess <= 0:
             return result
-        summary = truncate_to_tokens(summary, max(0, counter(summary) - excess - 1), counter)
+        smaller = counter(summary) - excess - 1
+        if smaller < 1:
+            break
+        summary = ExtractiveSummarizer(max_tokens=smaller, counter=counter)(text)
     result = fitted("", _key_facts(steps, folded, ""))
     required = counter(result.render())
     if required > budget:
@@ -469,19 +483,21 @@ def _key_facts(trajectory: PlanTrajectory, folded: Sequence[PlanStep], summary: 
     Grouped per step ("step 3: web-3, 63%"), so a bare number keeps its context.
     """
     facts = list(trajectory.key_facts)
-    kept = "\n".join([summary, *facts])
+    # Our own "Step N:" labels must not count as keeping a result's number N.
+    index = FactIndex("\n".join([_STEP_LABEL.sub("", summary), *facts]))
     if trajectory.summary:
-        lost = missing_facts(trajectory.summary, kept)
+        lost = index.missing(_STEP_LABEL.sub("", trajectory.summary))
         if lost:
             facts.append("earlier: " + ", ".join(lost))
     for step in folded:
-        lost = missing_facts(step.result or "", kept)
+        lost = index.missing(step.result or "")
         if lost:
             facts.append(f"step {step.number}: " + ", ".join(lost))
     return facts
 
 
 _FACT_ROUNDS = 4
+_STEP_LABEL = re.compile(r"(?m)^(?:- )?Step \d+: ")
 
 
 # -- reflection ---------------------------------------------------------------------------
@@ -499,7 +515,7 @@ async def reduce_reflection(
     """Fit a reflection loop into `budget` tokens: latest draft plus every lesson learnt.
 
     Superseded drafts go; every critique point ever raised stays, near-duplicates merged
-    (same words ignoring case, punctuation and word order; or, with `embeddings`, cosine
+    (same words in the same order, ignoring case and punctuation; or, with `embeddings`, cosine
     similarity >= `similarity_threshold`), first wording kept. Nothing is summarised, so
     `summarize` is accepted only for the common reducer signature.
 
@@ -585,7 +601,9 @@ async def _distinct_points(
     """Drop repeated points: from the folded ones, and latest ones already raised before."""
     points = [*folded, *latest]
     keep = [True] * len(points)
-    keys = [" ".join(sorted(set(normalised(p).split()))) for p in points]
+    # Same words in the same order, ignoring case and punctuation: "Use 2 spaces, not 4"
+    # and "Use 4 spaces, not 2" are different instructions and both stay.
+    keys = [normalised(p) for p in points]
     first_of: dict[str, int] = {}
     for i, key in enumerate(keys):
         if key in first_of:
