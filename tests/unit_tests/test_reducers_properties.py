@@ -583,7 +583,7 @@ async def test_a_summary_longer_than_the_room_is_cut_to_fit() -> None:
     assert count_tokens(reduced.render()) <= budget
 
 
-# --- regressions: bugs these properties found -----------------------------------------------------------------------------
+# --- regressions: bugs these properties found ----------------------------------------
 
 
 async def test_reduce_agent_does_not_raise_when_the_must_keep_part_fits() -> None:
