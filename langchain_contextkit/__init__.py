@@ -27,14 +27,19 @@ from langchain_contextkit.errors import (
     NoteNotFoundError,
     TokenizerUnavailableError,
 )
-from langchain_contextkit.graph import CompactionGraphState, compaction_node, reducer_node
+from langchain_contextkit.graph import (
+    CompactionGraphState,
+    compaction_node,
+    context_node,
+    reducer_node,
+)
 from langchain_contextkit.messages import (
     MessageProblem,
     check_messages,
     find_message_problems,
     trim_to_budget,
 )
-from langchain_contextkit.middleware import CompactionMiddleware
+from langchain_contextkit.middleware import CompactionMiddleware, ContextKitMiddleware
 from langchain_contextkit.mmr import RetrievalResult, mmr_select
 from langchain_contextkit.notes import (
     FileNoteStore,
@@ -91,6 +96,7 @@ __all__ = [
     "ContextConfig",
     "ContextKitConfig",
     "ContextKitError",
+    "ContextKitMiddleware",
     "ContextReport",
     "ContextSource",
     "ContextWindowExceeded",
@@ -131,6 +137,7 @@ __all__ = [
     "__version__",
     "check_messages",
     "compaction_node",
+    "context_node",
     "count_each",
     "count_message_tokens",
     "count_tokens",

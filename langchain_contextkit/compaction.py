@@ -437,7 +437,7 @@ class HistoryCompactor:
         """
         plan = self._plan(history, summary, overhead_tokens, ceiling_tokens)
         if isinstance(plan, CompactionResult):
-            return _within(plan, ceiling_tokens)
+            return self._within(plan, ceiling_tokens)
         attempts: list[tuple[SummarizerKind, Callable[[], str]]] = []
         if summarize_view is not None:
             view, instruction = plan.view, plan.view_instruction
@@ -459,7 +459,7 @@ class HistoryCompactor:
             if result is not None:
                 return result
             error = self._note_failure(kind, None)
-        return _within(self._unchanged(plan, error), ceiling_tokens)
+        return self._within(self._unchanged(plan, error), ceiling_tokens)
 
     async def acompact_view(
         self,
@@ -474,7 +474,7 @@ class HistoryCompactor:
         """Async `compact_view` with async callbacks (`asummarize`, `asummarize_view`)."""
         plan = self._plan(history, summary, overhead_tokens, ceiling_tokens)
         if isinstance(plan, CompactionResult):
-            return _within(plan, ceiling_tokens)
+            return self._within(plan, ceiling_tokens)
         attempts: list[tuple[SummarizerKind, Callable[[], Awaitable[str]]]] = []
         if asummarize_view is not None:
             view, instruction = plan.view, plan.view_instruction
@@ -500,7 +500,7 @@ class HistoryCompactor:
             if result is not None:
                 return result
             error = self._note_failure(kind, None)
-        return _within(self._unchanged(plan, error), ceiling_tokens)
+        return self._within(self._unchanged(plan, error), ceiling_tokens)
 
     # -- internals ------------------------------------------------------------------------
 
@@ -650,6 +650,13 @@ class HistoryCompactor:
         view = self._view(plan.system, recap, covered, tail)
         after = self._tokens(view, plan.overhead)
         if ceiling is not None and after > ceiling:
+            # The window wins over the recap's own cap: a shorter recap, not a failed call.
+            shorter = self._shrunk(recap, after - ceiling)
+            if shorter is not None:
+                recap = shorter
+                view = self._view(plan.system, recap, covered, tail)
+                after = self._tokens(view, plan.overhead)
+        if ceiling is not None and after > ceiling:
             msg = (
                 f"after compaction the request still takes {after} tokens, more than the "
                 f"ceiling of {ceiling}: the most recent turn alone does not fit"
@@ -668,6 +675,53 @@ class HistoryCompactor:
             aged_out=plan.cut,
             error=error,
         )
+
+    def _shrunk(self, recap: str, excess: int) -> str | None:
+        """`recap` cut by `excess` tokens and more; None when nothing meaningful is left."""
+        target = self.token_counter(recap) - excess - 1
+        if target < 1:
+            return None
+        shorter = truncate_to_tokens(recap, target, self.token_counter)
+        if not any(ch.isalnum() for ch in shorter):
+            return None
+        logger.warning("recap cut to %d tokens to fit the window", self.token_counter(shorter))
+        return shorter
+
+    def _within(self, result: CompactionResult, ceiling: int | None) -> CompactionResult:
+        """Pass `result` on, shrink its recap to fit the ceiling, or raise.
+
+        Reached when no new summary was made. Over the window, sending would fail at the
+        provider and dropping turns without a summary would lose them silently: the
+        previous recap is cut to fit if that suffices, else the caller decides.
+        """
+        if ceiling is None or result.tokens_after <= ceiling:
+            return result
+        summary = result.summary
+        recap_at = next((i for i, m in enumerate(result.messages) if _is_recap(m)), None)
+        if summary is not None and recap_at is not None:
+            shorter = self._shrunk(summary.text, result.tokens_after - ceiling)
+            if shorter is not None:
+                old = result.messages[recap_at]
+                view = list(result.messages)
+                view[recap_at] = self._recap(
+                    shorter, summary.covered, as_human=isinstance(old, HumanMessage)
+                )
+                overhead = result.tokens_after - self._tokens(result.messages, 0)
+                after = self._tokens(view, overhead)
+                if after <= ceiling:
+                    return dataclasses.replace(
+                        result,
+                        messages=view,
+                        summary=dataclasses.replace(summary, text=shorter),
+                        compacted=True,
+                        tokens_after=after,
+                    )
+        reason = result.error or "no turn could age out"
+        msg = (
+            f"the request takes {result.tokens_after} tokens, more than the ceiling of "
+            f"{ceiling}, and compaction could not shrink it ({reason})"
+        )
+        raise ContextWindowExceeded(msg, required=result.tokens_after, budget=ceiling)
 
     def _unchanged(self, plan: _Plan, error: str | None) -> CompactionResult:
         view = self._view(plan.system, plan.previous, plan.covered, plan.pending)
@@ -690,23 +744,6 @@ class HistoryCompactor:
             message = f"the {kind} summariser failed: {type(exc).__name__}: {exc}"
         logger.warning("%s", message)
         return message
-
-
-def _within(result: CompactionResult, ceiling: int | None) -> CompactionResult:
-    """Pass `result` on, or raise when it is over the hard ceiling.
-
-    Reached when no summary could be made (or nothing could age out) while the request is
-    over the window: sending it would fail at the provider, and dropping turns without a
-    summary would lose them silently, so the caller decides.
-    """
-    if ceiling is not None and result.tokens_after > ceiling:
-        reason = result.error or "no turn could age out"
-        msg = (
-            f"the request takes {result.tokens_after} tokens, more than the ceiling of "
-            f"{ceiling}, and compaction could not shrink it ({reason})"
-        )
-        raise ContextWindowExceeded(msg, required=result.tokens_after, budget=ceiling)
-    return result
 
 
 def _is_recap(message: BaseMessage) -> bool:

@@ -24,7 +24,7 @@ from langgraph.graph import MessagesState
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
-from langchain_contextkit.budget import WindowBudget, WindowBudgetConfig
+from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
 from langchain_contextkit.compaction import CompactionResult, HistoryCompactor, RunningSummary
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.reducers import (
@@ -41,17 +41,23 @@ from langchain_contextkit.tokens import (
     count_tool_tokens,
 )
 from langchain_contextkit.trajectories import PlanTrajectory, ReflectionTrajectory
+from langchain_contextkit.window import WindowAssembler, WindowAssembly
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Mapping, Sequence
 
     from langchain_core.language_models import BaseChatModel
 
+    from langchain_contextkit.notes import NoteStore
+    from langchain_contextkit.sources import ContextSource
+
 __all__ = [
     "CompactionGraphState",
     "CompactionMode",
+    "ContextGraphState",
     "Paradigm",
     "compaction_node",
+    "context_node",
     "reducer_node",
     "run_coroutine_sync",
 ]
@@ -386,3 +392,126 @@ def run_coroutine_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coroutine)
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
+
+
+class ContextGraphState(MessagesState):
+    """`MessagesState` plus the keys `context_node` writes (default names)."""
+
+    llm_input_messages: NotRequired[list[AnyMessage]]
+    running_summary: NotRequired[dict[str, Any] | None]
+    context_ledger: NotRequired[list[dict[str, Any]]]
+
+
+def context_node(
+    *,
+    model: BaseChatModel | None = None,
+    tools: Sequence[Any] = (),
+    system_prompt: str | None = None,
+    window: int | None = None,
+    compactor: HistoryCompactor | None = None,
+    sources: Sequence[ContextSource] = (),
+    note_store: NoteStore | None = None,
+    context_config: ContextConfig | None = None,
+    budget_config: WindowBudgetConfig | None = None,
+    reduce_trajectory: bool = True,
+    keep_recent_steps: int = 3,
+    ledger_size: int = 50,
+    messages_key: str = "messages",
+    output_key: str = "llm_input_messages",
+    summary_key: str = "running_summary",
+    ledger_key: str = "context_ledger",
+) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
+    """`ContextKitMiddleware`'s behaviour as a node for your own `StateGraph`.
+
+    Put it before the model node: it writes the full request for the next model call
+    (system prompt first) to `output_key`, extends the running summary, and appends the
+    call's `CallLedger` to `ledger_key` (the last `ledger_size`); `messages` stays whole.
+
+    Args:
+        model: The chat model that will read the request (its profile gives the window).
+        tools: The tools bound to it (their schemas are measured).
+        system_prompt: The system prompt, placed first in the request.
+        window: The window, when the model's profile does not state it.
+        compactor: Compacts old turns (default extractive).
+        sources: Retrieval sources for the block.
+        note_store: When given, a `NoteSource` over it joins the sources.
+        context_config: MMR and per-source ratios of the block.
+        budget_config: The ledger's knobs.
+        reduce_trajectory: Reduce an overlong tool loop of the current turn.
+        keep_recent_steps: Tool steps of the current turn kept verbatim.
+        ledger_size: How many ledgers state keeps.
+        messages_key: Where the conversation is.
+        output_key: Where the request goes.
+        summary_key: Where the running summary is kept.
+        ledger_key: Where the ledgers go.
+
+    Returns:
+        A runnable node (sync and async).
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langgraph.graph import START, StateGraph
+
+        from langchain_contextkit.graph import ContextGraphState, context_node
+        from langchain_contextkit.testing import ScriptedChatModel
+
+        model = ScriptedChatModel(responses=["Hi!"], profile={"max_input_tokens": 1000})
+
+
+        def call_model(state: ContextGraphState) -> dict:
+            return {"messages": [model.invoke(state["llm_input_messages"])]}
+
+
+        builder = StateGraph(ContextGraphState)
+        builder.add_node("context", context_node(model=model, system_prompt="Be kind."))
+        builder.add_node("model", call_model)
+        builder.add_edge(START, "context")
+        builder.add_edge("context", "model")
+        state = builder.compile().invoke({"messages": [HumanMessage("Hello")]})
+        print([m.type for m in model.requests[0]], state["context_ledger"][0]["window"])
+        # ['system', 'human'] 1000
+        ```
+    """
+    if ledger_size < 1:
+        msg = f"ledger_size must be >= 1, got {ledger_size}."
+        raise ConfigError(msg)
+    assembler = WindowAssembler(
+        window=window,
+        compactor=compactor,
+        sources=sources,
+        note_store=note_store,
+        context_config=context_config,
+        budget_config=budget_config,
+        reduce_trajectory=reduce_trajectory,
+        keep_recent_steps=keep_recent_steps,
+    )
+    system = SystemMessage(system_prompt) if system_prompt else None
+
+    def inputs(state: Mapping[str, Any]) -> dict[str, Any]:
+        stored = state.get(summary_key)
+        ledgers = state.get(ledger_key) or []
+        return {
+            "system_message": system,
+            "tools": tools,
+            "model": model,
+            "summary": RunningSummary.from_dict(stored) if stored else None,
+            "call": (ledgers[-1]["call"] + 1) if ledgers else 1,
+        }
+
+    def update(state: Mapping[str, Any], assembly: WindowAssembly) -> dict[str, Any]:
+        ledgers = list(state.get(ledger_key) or [])
+        summary = assembly.summary.to_dict() if assembly.summary is not None else None
+        return {
+            output_key: [*([system] if system else []), *assembly.messages],
+            summary_key: summary,
+            ledger_key: [*ledgers, assembly.ledger.to_dict()][-ledger_size:],
+        }
+
+    def assemble(state: Mapping[str, Any]) -> dict[str, Any]:
+        return update(state, assembler.assemble(state[messages_key], **inputs(state)))
+
+    async def aassemble(state: Mapping[str, Any]) -> dict[str, Any]:
+        return update(state, await assembler.aassemble(state[messages_key], **inputs(state)))
+
+    return RunnableLambda(assemble, afunc=aassemble, name="assemble_context")

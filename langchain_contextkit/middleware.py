@@ -1,4 +1,4 @@
-"""`create_agent` middleware: every model call sees a compacted, window-safe history.
+"""`create_agent` middleware: compaction alone, or every model call under one ledger.
 
 `CompactionMiddleware` wraps each model call (`wrap_model_call` / `awrap_model_call`):
 it measures the request the way the provider will (system prompt and tool schemas
@@ -11,6 +11,7 @@ stays byte-stable between compactions.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -20,13 +21,19 @@ from langchain.agents.middleware.types import (
     ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
+    OmitFromInput,
     PrivateStateAttr,
 )
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
-from langchain_contextkit.budget import WindowBudget, WindowBudgetConfig, model_limits
+from langchain_contextkit.budget import (
+    ContextConfig,
+    WindowBudget,
+    WindowBudgetConfig,
+    model_limits,
+)
 from langchain_contextkit.compaction import (
     AViewSummarize,
     CompactionResult,
@@ -34,19 +41,28 @@ from langchain_contextkit.compaction import (
     RunningSummary,
     ViewSummarize,
 )
+from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.summarizers import SUMMARY_CONFIG
 from langchain_contextkit.tokens import count_message_tokens, count_tool_tokens
+from langchain_contextkit.window import WindowAssembler, WindowAssembly
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
+    from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AnyMessage
     from langchain_core.runnables import Runnable
 
+    from langchain_contextkit.notes import NoteStore
+    from langchain_contextkit.sources import ContextSource
+
 __all__ = [
+    "LEDGER_KEY",
     "SUMMARY_KEY",
     "CompactionMiddleware",
     "CompactionState",
+    "ContextKitMiddleware",
+    "ContextKitState",
 ]
 
 SUMMARY_KEY = "contextkit_summary"
@@ -235,3 +251,199 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
             request.override(messages=cast("list[AnyMessage]", result.messages))
         )
         return self._respond(result, response)
+
+
+LEDGER_KEY = "contextkit_ledger"
+"""The agent-state key that holds the recent calls' ledgers (`CallLedger.to_dict()`)."""
+
+
+class ContextKitState(AgentState[Any]):
+    """Agent state with the running summary and the per-call window ledgers."""
+
+    contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+    contextkit_ledger: NotRequired[Annotated[list[dict[str, Any]], OmitFromInput]]
+
+
+class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
+    """Every model call of a `create_agent` agent assembled under one window ledger.
+
+    Per call (see `WindowAssembler`): the `WindowBudget` from the model's window and the
+    measured system prompt and tool schemas; the retrieval block from `sources` (and a
+    `NoteSource` over `note_store`) within `rag_budget`; the current turn kept (its tool
+    loop reduced when it outgrows its room), the history before it compacted; the request
+    laid out cache-first; the call's `CallLedger` appended to ``contextkit_ledger`` in
+    state (the last `ledger_size` calls). The request never exceeds the window minus the
+    output reserve: `ContextWindowExceeded` is raised instead, and nothing is sent.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from langchain_contextkit import CallableSource, ContextKitMiddleware, RetrievalResult
+        from langchain_contextkit.testing import ScriptedChatModel
+
+
+        def faq(query: str) -> list[RetrievalResult]:
+            return [RetrievalResult("The office opens at 9:00.", 0.9, "rag")]
+
+
+        model = ScriptedChatModel(
+            respond=lambda messages: AIMessage("Noted."),
+            profile={"max_input_tokens": 4000, "max_output_tokens": 500},
+        )
+        middleware = ContextKitMiddleware.for_model(model, sources=[CallableSource("rag", faq)])
+        agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": "1"}}
+        for turn in range(3):
+            state = agent.invoke(
+                {"messages": [HumanMessage(f"When do you open? ({turn})")]}, config
+            )
+        ledger = state["contextkit_ledger"][-1]
+        print(ledger["window"], ledger["output_reserve"], ledger["retrieval"] > 0)
+        # 4000 500 True
+        ```
+    """
+
+    state_schema = ContextKitState
+
+    def __init__(
+        self,
+        *,
+        window: int | None = None,
+        compactor: HistoryCompactor | None = None,
+        sources: Sequence[ContextSource] = (),
+        note_store: NoteStore | None = None,
+        context_config: ContextConfig | None = None,
+        budget_config: WindowBudgetConfig | None = None,
+        reduce_trajectory: bool = True,
+        keep_recent_steps: int = 3,
+        ledger_size: int = 50,
+    ) -> None:
+        """Configure the middleware.
+
+        Args:
+            window: The model's window; default: the model's profile at each call.
+            compactor: Compacts old turns (default `HistoryCompactor()`, extractive).
+            sources: Retrieval sources for the block.
+            note_store: When given, a `NoteSource` over it joins the sources.
+            context_config: MMR and per-source ratios of the block.
+            budget_config: The ledger's knobs (output reserve, `rag_ratio`).
+            reduce_trajectory: Reduce an overlong tool loop of the current turn.
+            keep_recent_steps: Tool steps of the current turn kept verbatim.
+            ledger_size: How many calls' ledgers state keeps.
+
+        Raises:
+            ConfigError: When `ledger_size` < 1, or sources meet a `require_human_first`
+                compactor.
+        """
+        super().__init__()
+        if ledger_size < 1:
+            msg = f"ledger_size must be >= 1, got {ledger_size}."
+            raise ConfigError(msg)
+        self.assembler = WindowAssembler(
+            window=window,
+            compactor=compactor,
+            sources=sources,
+            note_store=note_store,
+            context_config=context_config,
+            budget_config=budget_config,
+            reduce_trajectory=reduce_trajectory,
+            keep_recent_steps=keep_recent_steps,
+        )
+        self.ledger_size = ledger_size
+
+    @classmethod
+    def for_model(
+        cls,
+        model: BaseChatModel,
+        *,
+        fallback_window: int | None = None,
+        **kwargs: Any,  # noqa: ANN401 - the other constructor arguments
+    ) -> ContextKitMiddleware:
+        """Build for `model`: its profile's window and output limit pin the ledger.
+
+        Args:
+            model: The agent's chat model.
+            fallback_window: The window to use when the profile does not say.
+            **kwargs: Any other constructor argument.
+
+        Raises:
+            ConfigError: When the window is unknown and no `fallback_window` is given.
+        """
+        window, max_output = model_limits(model)
+        window = window or fallback_window
+        if window is None:
+            msg = (
+                f"{type(model).__name__} has no max_input_tokens in its profile: pass "
+                "fallback_window=... (or window=... to the constructor)"
+            )
+            raise ConfigError(msg)
+        budget_config = kwargs.pop("budget_config", None) or WindowBudgetConfig()
+        if max_output is not None:
+            budget_config = dataclasses.replace(
+                budget_config,
+                desired_output_tokens=min(budget_config.desired_output_tokens, max_output),
+            )
+        return cls(window=window, budget_config=budget_config, **kwargs)
+
+    def _state(self, request: ModelRequest[Any]) -> tuple[RunningSummary | None, list[Any]]:
+        stored = request.state.get(SUMMARY_KEY)
+        summary = RunningSummary.from_dict(stored) if isinstance(stored, Mapping) else None
+        ledgers = request.state.get(LEDGER_KEY)
+        return summary, list(ledgers) if isinstance(ledgers, list) else []
+
+    def _respond(
+        self, assembly: WindowAssembly, ledgers: list[Any], response: ModelResponse[Any]
+    ) -> ExtendedModelResponse[Any]:
+        update: dict[str, Any] = {
+            LEDGER_KEY: [*ledgers, assembly.ledger.to_dict()][-self.ledger_size :]
+        }
+        if assembly.compaction.compacted and assembly.summary is not None:
+            update[SUMMARY_KEY] = assembly.summary.to_dict()
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ExtendedModelResponse[Any]:
+        """Send the assembled request instead of the raw history."""
+        summary, ledgers = self._state(request)
+        assembly = self.assembler.assemble(
+            request.messages,
+            system_message=request.system_message,
+            tools=request.tools,
+            model=request.model,
+            summary=summary,
+            call=_call_number(ledgers),
+        )
+        response = handler(request.override(messages=cast("list[AnyMessage]", assembly.messages)))
+        return self._respond(assembly, ledgers, response)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ExtendedModelResponse[Any]:
+        """Async `wrap_model_call`."""
+        summary, ledgers = self._state(request)
+        assembly = await self.assembler.aassemble(
+            request.messages,
+            system_message=request.system_message,
+            tools=request.tools,
+            model=request.model,
+            summary=summary,
+            call=_call_number(ledgers),
+        )
+        response = await handler(
+            request.override(messages=cast("list[AnyMessage]", assembly.messages))
+        )
+        return self._respond(assembly, ledgers, response)
+
+
+def _call_number(ledgers: list[Any]) -> int:
+    if ledgers and isinstance(ledgers[-1], Mapping) and isinstance(ledgers[-1].get("call"), int):
+        return int(ledgers[-1]["call"]) + 1
+    return 1

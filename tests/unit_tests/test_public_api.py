@@ -49,6 +49,9 @@ EXPECTED_ALL = {
     "summarizer_from_llm",
     "trim_to_budget",
     "truncate_to_tokens",
+    # one ledger per model call (issue 8)
+    "ContextKitMiddleware",
+    "context_node",
     # trajectory reducers (issue 5)
     "ContextKitConfig",
     "REDUCERS",

@@ -1,0 +1,491 @@
+"""One ledger per model call: lay a request out under the window, cache-first.
+
+`WindowAssembler` is what `ContextKitMiddleware` and `context_node` run before every
+model call. From the model's window it computes the call's `WindowBudget` (output
+reserve, measured system prompt and tool schemas), builds the retrieval block from the
+configured sources within `rag_budget`, then fits the conversation into what is left:
+
+- the *current turn* (the latest human message and the agent's work on it) stays, and a
+  long tool loop inside it is reduced with `reduce_agent` (the question is its task);
+- the *history* before it is compacted by `HistoryCompactor` (running summary kept);
+
+and lays the request out cache-first: the stable system prompt (and tool schemas, sent
+beside), then the running summary, then the retrieval block, then recent turns, then
+the current turn last (seed 004's golden positions). Every call's ledger says where each
+token went; the request never exceeds the window minus the output reserve, or
+`ContextWindowExceeded` is raised and nothing is sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from langchain_contextkit.budget import (
+    ContextConfig,
+    WindowBudget,
+    WindowBudgetConfig,
+    model_limits,
+)
+from langchain_contextkit.builder import ContextBuilder
+from langchain_contextkit.compaction import (
+    RECAP_ID_PREFIX,
+    CompactionResult,
+    HistoryCompactor,
+    RunningSummary,
+)
+from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
+from langchain_contextkit.messages import find_message_problems, split_system
+from langchain_contextkit.reducers import reduce_agent
+from langchain_contextkit.tokens import count_message_tokens, count_tool_tokens
+from langchain_contextkit.tools.notes import NoteSource
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_contextkit.notes import NoteStore
+    from langchain_contextkit.sources import ContextSource
+
+__all__ = ["RETRIEVAL_ID", "CallLedger", "WindowAssembler", "WindowAssembly"]
+
+RETRIEVAL_ID = "contextkit-retrieval"
+"""Id of the retrieval-block message, so it is recognised (and never stored as history)."""
+
+_REPLY_PRIMING = 3
+_BAR_PARTS = (
+    ("system", "S"),
+    ("tools", "T"),
+    ("summary", "R"),
+    ("retrieval", "K"),
+    ("history", "H"),
+    ("turn", "Q"),
+    ("free", "."),
+    ("output_reserve", "O"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CallLedger:
+    """Where every token of one model call's window went.
+
+    `system + tools + summary + retrieval + history + turn + free + output_reserve ==
+    window` (priming and message overheads are counted in the part they belong to).
+    """
+
+    call: int
+    window: int
+    output_reserve: int
+    system: int
+    tools: int
+    summary: int
+    retrieval: int
+    history: int
+    turn: int
+    free: int
+    compacted: bool
+    reduced: bool
+
+    @property
+    def prompt(self) -> int:
+        """Tokens of the request (everything but free space and the output reserve)."""
+        return self.window - self.free - self.output_reserve
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for graph state and JSON."""
+        return asdict(self)
+
+    def bar(self, width: int = 60) -> str:
+        """The window drawn as one line of letters, one per part (see the legend).
+
+        Example:
+            ```python
+            from langchain_contextkit.window import CallLedger
+
+            ledger = CallLedger(
+                call=1,
+                window=1000,
+                output_reserve=200,
+                system=100,
+                tools=100,
+                summary=0,
+                retrieval=200,
+                history=100,
+                turn=100,
+                free=200,
+                compacted=False,
+                reduced=False,
+            )
+            print(ledger.bar(20))
+            # SSTTKKKKHHQQ....OOOO
+            ```
+        """
+        cells = []
+        for name, glyph in _BAR_PARTS:
+            cells.append((getattr(self, name), glyph))
+        out = []
+        used = 0
+        total = 0
+        for value, glyph in cells:
+            total += value
+            # Cumulative rounding keeps the bar exactly `width` wide.
+            end = round(total * width / self.window) if self.window else 0
+            out.append(glyph * max(0, end - used))
+            used = max(used, end)
+        return "".join(out)
+
+
+LEGEND = (
+    "S system  T tools  R summary  K retrieval  H history  Q current turn  . free  O output reserve"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowAssembly:
+    """The request for one model call, and its ledger.
+
+    Attributes:
+        messages: What to send, after the system message (which stays the request's own).
+        summary: The running summary after this call.
+        ledger: Where the tokens went.
+        compaction: What the compactor did.
+    """
+
+    messages: list[BaseMessage]
+    summary: RunningSummary | None
+    ledger: CallLedger
+    compaction: CompactionResult
+
+
+class WindowAssembler:
+    """Assemble every model call of an agent under one window ledger (see the module).
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+        from langchain_contextkit import CallableSource, HistoryCompactor, RetrievalResult
+        from langchain_contextkit.window import WindowAssembler
+
+
+        def policy(query: str) -> list[RetrievalResult]:
+            return [RetrievalResult("Refunds within 30 days of purchase.", 0.9, "rag")]
+
+
+        assembler = WindowAssembler(
+            window=2000, sources=[CallableSource("rag", policy)], compactor=HistoryCompactor()
+        )
+        history = []
+        for turn in range(3):
+            history += [HumanMessage(f"Question {turn}: can I get a refund?"), AIMessage("Yes.")]
+        result = assembler.assemble(
+            [*history, HumanMessage("And after 40 days?")],
+            system_message=SystemMessage("Be brief."),
+        )
+        print(result.messages[0].text.splitlines()[0], "|", result.messages[-1].text)
+        # [Knowledge] | And after 40 days?
+        assert result.ledger.prompt <= 2000 - result.ledger.output_reserve
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        window: int | None = None,
+        compactor: HistoryCompactor | None = None,
+        sources: Sequence[ContextSource] = (),
+        note_store: NoteStore | None = None,
+        context_config: ContextConfig | None = None,
+        budget_config: WindowBudgetConfig | None = None,
+        reduce_trajectory: bool = True,
+        keep_recent_steps: int = 3,
+    ) -> None:
+        """Configure the assembler.
+
+        Raises:
+            ConfigError: When sources are combined with a `require_human_first` compactor.
+
+        Args:
+            window: The model's window; default: read from the model's profile per call.
+            compactor: Compacts the history before the current turn (default
+                `HistoryCompactor()`, extractive); its counter measures everything.
+            sources: Where the retrieval block comes from.
+            note_store: When given, a `NoteSource` named ``notes`` over it joins the
+                sources (blocker notes first).
+            context_config: MMR and per-source ratios of the retrieval block.
+            budget_config: The window ledger's knobs (output reserve, `rag_ratio`).
+            reduce_trajectory: Reduce the current turn's tool loop with `reduce_agent`
+                when it alone outgrows its room (otherwise it only raises).
+            keep_recent_steps: Tool steps of the current turn kept verbatim.
+        """
+        self.window = window
+        self.compactor = compactor if compactor is not None else HistoryCompactor()
+        self.sources = list(sources)
+        if note_store is not None:
+            self.sources.append(NoteSource(name="notes", store=note_store))
+        if self.sources and self.compactor.require_human_first:
+            # The block is a system message after the recap; a human recap would put a
+            # system message after a human one, which such providers reject.
+            msg = "retrieval sources cannot be combined with require_human_first compaction"
+            raise ConfigError(msg)
+        self.budget_config = budget_config or WindowBudgetConfig()
+        self.reduce_trajectory = reduce_trajectory
+        self.keep_recent_steps = keep_recent_steps
+        self.counter = self.compactor.token_counter
+        self.builder = (
+            ContextBuilder(
+                context_config or _config_for(self.sources),
+                sources=self.sources,
+                prompts=self.compactor.prompts,
+                token_counter=self.counter,
+            )
+            if self.sources
+            else None
+        )
+
+    # -- the ledger -----------------------------------------------------------------------
+
+    def budget_for(
+        self,
+        *,
+        model: object = None,
+        system_message: SystemMessage | None = None,
+        tools: Sequence[Any] = (),
+    ) -> WindowBudget:
+        """The call's window ledger.
+
+        Raises:
+            ConfigError: When neither `window` nor the model's profile gives the window.
+        """
+        window, max_output = model_limits(model)
+        if self.window is not None:
+            window = self.window
+        if window is None:
+            msg = (
+                "the model's window is unknown: pass window=... or use a model whose profile "
+                "states max_input_tokens"
+            )
+            raise ConfigError(msg)
+        system = _message_tokens([system_message], self.counter) if system_message else 0
+        return WindowBudget.from_window(
+            window,
+            cfg=self.budget_config,
+            max_output_tokens=max_output,
+            system_tokens=system,
+            tool_tokens=count_tool_tokens(tools, self.counter) if tools else 0,
+        )
+
+    # -- assembling -----------------------------------------------------------------------
+
+    def assemble(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        system_message: SystemMessage | None = None,
+        tools: Sequence[Any] = (),
+        model: object = None,
+        summary: RunningSummary | None = None,
+        call: int = 1,
+    ) -> WindowAssembly:
+        """Lay out one model call (sync). See `aassemble`."""
+        budget = self.budget_for(model=model, system_message=system_message, tools=tools)
+        history, turn = _split_turn(_without_blocks(messages))
+        block = self._block(turn, budget)
+        turn_view, reduced = self._fit_turn(turn, budget, block)
+        compaction = self.compactor.compact_view(
+            history,
+            summary=summary,
+            overhead_tokens=self._overhead(budget, block, turn_view),
+            ceiling_tokens=budget.window - budget.output_reserve,
+        )
+        return self._finish(budget, compaction, block, turn_view, reduced=reduced, call=call)
+
+    async def aassemble(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        system_message: SystemMessage | None = None,
+        tools: Sequence[Any] = (),
+        model: object = None,
+        summary: RunningSummary | None = None,
+        call: int = 1,
+    ) -> WindowAssembly:
+        """Lay out one model call: the messages to send after the system message.
+
+        Args:
+            messages: The conversation as stored (system prompt not included).
+            system_message: The request's system message (stays the request's own).
+            tools: The tools bound for this call.
+            model: The chat model (its profile gives the window when `window` is None).
+            summary: The running summary so far.
+            call: The call's number, for the ledger.
+
+        Raises:
+            ContextWindowExceeded: When the fixed parts and the current question alone do
+                not fit the window minus the output reserve.
+        """
+        budget = self.budget_for(model=model, system_message=system_message, tools=tools)
+        history, turn = _split_turn(_without_blocks(messages))
+        block = await self._ablock(turn, budget)
+        turn_view, reduced = await self._afit_turn(turn, budget, block)
+        compaction = await self.compactor.acompact_view(
+            history,
+            summary=summary,
+            overhead_tokens=self._overhead(budget, block, turn_view),
+            ceiling_tokens=budget.window - budget.output_reserve,
+        )
+        return self._finish(budget, compaction, block, turn_view, reduced=reduced, call=call)
+
+    # -- parts ----------------------------------------------------------------------------
+
+    def _block(self, turn: list[BaseMessage], budget: WindowBudget) -> SystemMessage | None:
+        if self.builder is None or not turn or budget.rag_budget <= 0:
+            return None
+        report = self.builder.build_block_report(_query(turn), budget=budget.rag_budget)
+        return _block_message(report.text)
+
+    async def _ablock(self, turn: list[BaseMessage], budget: WindowBudget) -> SystemMessage | None:
+        if self.builder is None or not turn or budget.rag_budget <= 0:
+            return None
+        report = await self.builder.abuild_block_report(_query(turn), budget=budget.rag_budget)
+        return _block_message(report.text)
+
+    def _turn_room(self, budget: WindowBudget, block: SystemMessage | None) -> int:
+        """What the current turn may take: the ceiling minus the fixed parts and block."""
+        block_tokens = _message_tokens([block], self.counter) if block else 0
+        return budget.window - budget.output_reserve - budget.fixed - block_tokens - _REPLY_PRIMING
+
+    def _needs_reduction(self, turn: list[BaseMessage], room: int) -> bool:
+        # Leave the history room for a recap: the turn may take what the recap does not.
+        return self.reduce_trajectory and _message_tokens(
+            turn, self.counter
+        ) > room - self._recap_room(room)
+
+    def _recap_room(self, room: int) -> int:
+        """Room kept for the history's recap: a full one, but at most a quarter of `room`."""
+        return min(self.compactor.max_summary_tokens + 16, room // 4)
+
+    def _fit_turn(
+        self, turn: list[BaseMessage], budget: WindowBudget, block: SystemMessage | None
+    ) -> tuple[list[BaseMessage], bool]:
+        room = self._turn_room(budget, block)
+        if not self._needs_reduction(turn, room):
+            return turn, False
+        from langchain_contextkit.graph import run_coroutine_sync  # noqa: PLC0415 - graph imports us
+
+        reduced = run_coroutine_sync(self._reduce(turn, room))
+        return reduced, True
+
+    async def _afit_turn(
+        self, turn: list[BaseMessage], budget: WindowBudget, block: SystemMessage | None
+    ) -> tuple[list[BaseMessage], bool]:
+        room = self._turn_room(budget, block)
+        if not self._needs_reduction(turn, room):
+            return turn, False
+        return await self._reduce(turn, room), True
+
+    async def _reduce(self, turn: list[BaseMessage], room: int) -> list[BaseMessage]:
+        target = max(0, room - self._recap_room(room)) + _REPLY_PRIMING
+        return await reduce_agent(
+            turn,
+            target,
+            counter=self.counter,
+            keep_recent_steps=self.keep_recent_steps,
+            prompts=self.compactor.prompts,
+        )
+
+    def _overhead(
+        self, budget: WindowBudget, block: SystemMessage | None, turn: list[BaseMessage]
+    ) -> int:
+        """Everything sent beside the history: fixed parts, the block and the current turn."""
+        block_tokens = _message_tokens([block], self.counter) if block else 0
+        return budget.fixed + block_tokens + _message_tokens(turn, self.counter)
+
+    def _finish(
+        self,
+        budget: WindowBudget,
+        compaction: CompactionResult,
+        block: SystemMessage | None,
+        turn: list[BaseMessage],
+        *,
+        reduced: bool,
+        call: int,
+    ) -> WindowAssembly:
+        system, rest = split_system(compaction.messages)
+        stable = [m for m in system if not _is_recap(m)]
+        recap = [m for m in system if _is_recap(m)]
+        if rest and _is_recap(rest[0]):  # a recap in a human message (require_human_first)
+            recap, rest = [rest[0]], rest[1:]
+        # Cache-first: stable system messages, the summary, the retrieval block, recent
+        # turns, then the current turn.
+        messages = [*stable, *recap, *([block] if block else []), *rest, *turn]
+        counter = self.counter
+        summary_tokens = _message_tokens(recap, counter)
+        rest = [*stable, *rest]  # a system prompt kept in the messages counts as history
+        block_tokens = _message_tokens([block], counter) if block else 0
+        history_tokens = _message_tokens(rest, counter)
+        turn_tokens = _message_tokens(turn, counter) + (_REPLY_PRIMING if messages else 0)
+        ceiling = budget.window - budget.output_reserve
+        prompt = budget.fixed + summary_tokens + block_tokens + history_tokens + turn_tokens
+        if prompt > ceiling:
+            msg = (
+                f"the request takes {prompt} tokens, more than the window minus the output "
+                f"reserve ({ceiling})"
+            )
+            raise ContextWindowExceeded(msg, required=prompt, budget=ceiling)
+        problems = find_message_problems(messages)
+        if problems:  # pragma: no cover - a bug in the layout, not a user error
+            msg = f"assembled an invalid request: {problems}"
+            raise AssertionError(msg)
+        ledger = CallLedger(
+            call=call,
+            window=budget.window,
+            output_reserve=budget.output_reserve,
+            system=budget.system_tokens,
+            tools=budget.tool_tokens,
+            summary=summary_tokens,
+            retrieval=block_tokens,
+            history=history_tokens,
+            turn=turn_tokens,
+            free=ceiling - prompt,
+            compacted=compaction.compacted,
+            reduced=reduced,
+        )
+        return WindowAssembly(messages, compaction.summary, ledger, compaction)
+
+
+def _config_for(sources: Sequence[ContextSource]) -> ContextConfig:
+    """Equal shares for the given sources (the block's budget comes from the ledger)."""
+    names = sorted({source.name for source in sources})
+    return ContextConfig(source_ratios=dict.fromkeys(names, 1 / len(names)), min_chunk_tokens=1)
+
+
+def _message_tokens(messages: Sequence[BaseMessage | None], counter: Any) -> int:  # noqa: ANN401
+    present = [m for m in messages if m is not None]
+    return count_message_tokens(present, counter, reply_priming=False) if present else 0
+
+
+def _split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[BaseMessage]]:
+    """Split at the latest human message: (history before it, the current turn)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            return list(messages[:index]), list(messages[index:])
+    return list(messages), []
+
+
+def _without_blocks(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Drop retrieval blocks a previous layout left in (they are rebuilt every call)."""
+    return [m for m in messages if m.id != RETRIEVAL_ID]
+
+
+def _query(turn: Sequence[BaseMessage]) -> str:
+    return turn[0].text if turn else ""
+
+
+def _block_message(text: str) -> SystemMessage | None:
+    return SystemMessage(text, id=RETRIEVAL_ID) if text.strip() else None
+
+
+def _is_recap(message: BaseMessage) -> bool:
+    return isinstance(message.id, str) and message.id.startswith(RECAP_ID_PREFIX)
