@@ -3,12 +3,15 @@
 ```
 contextkit --version
 contextkit count FILE... [--encoding cl100k_base] [--json]
+contextkit build QUERY --docs DIR [--history FILE] [--window N] [--json]
 contextkit demo
 ```
 
 `count` prints, per file, the characters, the `count_tokens` estimate and, when a tiktoken
-encoding can be loaded, the exact count beside it. `demo` runs offline and shows what the
-library does with nothing but its own code.
+encoding can be loaded, the exact count beside it. `build` chunks a folder of text and
+markdown, ranks the chunks against the query with BM25 and assembles a prompt under the
+window's budget, then prints the prompt and its ledger (or one JSON object). `demo` runs
+offline and shows what the library does with nothing but its own code.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from langchain_contextkit import _build
 from langchain_contextkit._version import __version__
+from langchain_contextkit.docs_source import DEFAULT_CHUNK_TOKENS
 from langchain_contextkit.errors import ContextKitError
 from langchain_contextkit.tokens import TiktokenCounter, count_tokens, tiktoken_counter
 
@@ -55,8 +60,61 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     count.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
 
+    _add_build_parser(commands)
+
     commands.add_parser("demo", help="run the offline demonstration")
     return parser
+
+
+def _add_build_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    build = commands.add_parser(
+        "build",
+        help="assemble a prompt from a folder of documents under a token budget",
+        description=(
+            "Chunk every .md, .markdown, .txt and .rst file under DIR (langchain-text-splitters), "
+            "rank the chunks against QUERY with BM25 (SQLite FTS5; Chinese works), and "
+            "assemble system prompt, retrieved chunks, history and question with a "
+            "ContextBuilder under ContextConfig.for_window(N). Prints the prompt, then the "
+            "ledger. Bad input exits with status 1 and one line on stderr."
+        ),
+    )
+    build.add_argument("query", metavar="QUERY", help="the question to build the prompt for")
+    build.add_argument("--docs", required=True, metavar="DIR", help="folder of documents")
+    build.add_argument(
+        "--history", metavar="FILE", help=f"conversation so far: {_build.HISTORY_HELP}"
+    )
+    build.add_argument(
+        "--window",
+        type=int,
+        metavar="N",
+        help=(
+            "the model's context window in tokens; the context gets half of it "
+            f"(default: {_build.DEFAULT_WINDOW}, with a note on stderr)"
+        ),
+    )
+    build.add_argument(
+        "--top",
+        type=int,
+        default=_build.DEFAULT_TOP,
+        metavar="K",
+        help=f"BM25 candidates offered to the builder (default: {_build.DEFAULT_TOP})",
+    )
+    build.add_argument(
+        "--chunk-tokens",
+        type=int,
+        default=DEFAULT_CHUNK_TOKENS,
+        metavar="N",
+        help=f"largest chunk, in count_tokens tokens (default: {DEFAULT_CHUNK_TOKENS})",
+    )
+    build.add_argument(
+        "--system",
+        default=_build.DEFAULT_SYSTEM_PROMPT,
+        metavar="TEXT",
+        help="the system prompt (default: answer from the knowledge, naming files)",
+    )
+    build.add_argument(
+        "--json", action="store_true", help="print one JSON object: prompt and ledger"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,6 +127,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "count":
         return _count(args.files, encoding=args.encoding, as_json=args.json, out=sys.stdout)
+    if args.command == "build":
+        request = _build.BuildRequest(
+            query=args.query,
+            docs=args.docs,
+            history=args.history,
+            window=args.window,
+            top=args.top,
+            chunk_tokens=args.chunk_tokens,
+            system_prompt=args.system,
+            as_json=args.json,
+        )
+        return _build.run_build(request, out=sys.stdout, err=sys.stderr)
     if args.command == "demo":
         from langchain_contextkit._demo import run_demo  # noqa: PLC0415 - only the demo needs it
 

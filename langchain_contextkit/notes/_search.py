@@ -1,75 +1,40 @@
 """BM25 search over notes, kept warm in memory and updated note by note.
 
-The ranking is SQLite FTS5's `bm25()` (Okapi BM25, k1 = 1.2, b = 0.75) with per-column
-weights, over an in-memory database that lives as long as the store object. SQLite ships
-with CPython, so this adds no dependency, and unlike a rebuild-only index (bm25s, rank-bm25)
-a changed note costs one delete and one insert, whatever the number of notes.
-
-FTS5's `unicode61` tokenizer splits on spaces and punctuation, which leaves a run of
-Chinese (or Japanese) text as one giant token. Before indexing, each such run is therefore
-spelled out as its characters and its character bigrams, the scheme of Lucene's CJK
-analyzer; a query uses the bigrams of each run (its lone character for a one-character
-run), so "依赖冲突" finds "依赖版本冲突" through 依赖 and 冲突. Other scripts go through
-`unicode61` plus the Porter stemmer, so "locks" finds "lock".
+The ranking is SQLite FTS5's `bm25()` with per-column weights, over an in-memory database
+that lives as long as the store object. Unlike a rebuild-only index (bm25s, rank-bm25) a
+changed note costs one delete and one insert, whatever the number of notes. Tokenisation
+(CJK runs as characters and bigrams, Porter stemming elsewhere) is shared with the
+document search: see `langchain_contextkit._fts`.
 """
 
 from __future__ import annotations
 
-import re
-import sqlite3
 import threading
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.errors import ContextKitError
+from langchain_contextkit._fts import (
+    TOKENIZE,
+    SearchUnavailableError,
+    connect,
+    index_text,
+    match_expression,
+    query_terms,
+)
 from langchain_contextkit.notes.model import Note, format_timestamp
+
+__all__ = ["SearchIndex", "SearchUnavailableError", "index_text", "query_terms"]
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
     from langchain_contextkit.notes.model import NoteType
 
-# Han, kana, Hangul and CJK compatibility ideographs: scripts written without spaces.
-_CJK_RUN = re.compile(
-    r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-    r"\U00020000-\U0002fa1f]+"
-)
-# Words as unicode61 sees them (letters and digits; `_` separates), minus CJK runs.
-_WORD = re.compile(r"[^\W_]+")
 # Column weights: a word in the title or a tag says more about a note than one in its body.
 _TITLE_WEIGHT = 2.0
 _TAGS_WEIGHT = 2.0
 _CONTENT_WEIGHT = 1.0
 # Rows inserted per executemany when a cold index is filled.
 _BATCH = 500
-
-
-class SearchUnavailableError(ContextKitError):
-    """This Python's SQLite lacks the FTS5 extension that note search needs."""
-
-
-def index_text(text: str) -> str:
-    """Spell out CJK runs as characters plus bigrams, for FTS5 to index word by word."""
-    return _CJK_RUN.sub(lambda run: f" {' '.join(_grams(run.group(), unigrams=True))} ", text)
-
-
-def query_terms(query: str) -> list[str]:
-    """The searchable terms of a query: words, and the bigrams of its CJK runs."""
-    terms: dict[str, None] = {}
-    position = 0
-    for run in _CJK_RUN.finditer(query):
-        terms.update(dict.fromkeys(_WORD.findall(query[position : run.start()])))
-        terms.update(dict.fromkeys(_grams(run.group(), unigrams=False)))
-        position = run.end()
-    terms.update(dict.fromkeys(_WORD.findall(query[position:])))
-    return list(terms)
-
-
-def _grams(run: str, *, unigrams: bool) -> list[str]:
-    """Character bigrams of a CJK run, plus its characters when `unigrams` (or if single)."""
-    bigrams = [run[i : i + 2] for i in range(len(run) - 1)]
-    if unigrams or not bigrams:
-        return list(run) + bigrams
-    return bigrams
 
 
 def _columns(note: Note) -> tuple[str, str, str]:
@@ -94,28 +59,19 @@ class SearchIndex:
         """
         self._lock = threading.Lock()
         # One connection, guarded by our lock, used from whichever thread runs the store.
-        self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        try:
-            self._db.executescript(
-                """
-                CREATE TABLE notes (rid INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL,
-                                    type TEXT NOT NULL, updated TEXT NOT NULL);
-                CREATE TABLE tags (rid INTEGER NOT NULL, tag TEXT NOT NULL);
-                CREATE INDEX tags_by_tag ON tags (tag, rid);
-                CREATE INDEX tags_by_rid ON tags (rid);
-                CREATE VIRTUAL TABLE fts USING fts5(
-                    title, tags, content, content='', tokenize='porter unicode61'
-                );
-                """
-            )
-        except sqlite3.OperationalError as error:
-            self._db.close()
-            msg = (
-                "note search needs SQLite's FTS5 extension, which this Python's sqlite3 "
-                f"module lacks ({error}); use a CPython build with FTS5 (python.org, "
-                "Debian, Ubuntu, Homebrew and conda builds have it)"
-            )
-            raise SearchUnavailableError(msg) from error
+        self._db = connect(
+            f"""
+            CREATE TABLE notes (rid INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL,
+                                type TEXT NOT NULL, updated TEXT NOT NULL);
+            CREATE TABLE tags (rid INTEGER NOT NULL, tag TEXT NOT NULL);
+            CREATE INDEX tags_by_tag ON tags (tag, rid);
+            CREATE INDEX tags_by_rid ON tags (rid);
+            CREATE VIRTUAL TABLE fts USING fts5(
+                title, tags, content, content='', tokenize='{TOKENIZE}'
+            );
+            """,
+            purpose="note search",
+        )
         self._notes: dict[str, tuple[int, Note, Hashable]] = {}
         self._next_rid = 1
 
@@ -201,11 +157,9 @@ class SearchIndex:
         Returns:
             `(note, score)` pairs, score > 0. Empty when the query has no searchable word.
         """
-        terms = query_terms(query)
-        if not terms:
+        match = match_expression(query)
+        if match is None:
             return []
-        # Each term is quoted (FTS5 string syntax), so nothing in a query is FTS5 syntax.
-        match = " OR ".join(f'"{term}"' for term in terms)
         sql = [
             f"SELECT n.id, bm25(fts, {_TITLE_WEIGHT}, {_TAGS_WEIGHT}, {_CONTENT_WEIGHT}) AS rank",
             "FROM fts JOIN notes AS n ON n.rid = fts.rowid WHERE fts MATCH ?",
