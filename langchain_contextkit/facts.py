@@ -7,6 +7,7 @@ fact of what it summarised, and re-inserts what it dropped).
 
 from __future__ import annotations
 
+import bisect
 import re
 
 __all__ = [
@@ -84,19 +85,26 @@ def fact_tokens(text: str) -> list[str]:
         # ['INV-88213', '$1,250.50', '2024-03-05', '`pay_now`']
         ```
     """
-    spans = [(m.start(), m.end()) for m in _IDENTIFIER.finditer(text)]
     found: dict[str, int] = {}
-    for pattern in (_IDENTIFIER, _NUMBER):
-        for match in pattern.finditer(text):
-            inside = any(
-                start <= match.start() and match.end() <= end and (start, end) != match.span()
-                for start, end in spans
-            )
-            if pattern is _NUMBER and inside:
-                continue  # "88213" in "INV-88213" is not a fact of its own
-            token = match.group().rstrip(_TRAILING_PUNCTUATION) or match.group()
-            found.setdefault(token, match.start())
+    starts: list[int] = []
+    ends: list[int] = []
+    for match in _IDENTIFIER.finditer(text):  # matches come in order, never overlapping
+        starts.append(match.start())
+        ends.append(match.end())
+        _add(found, match)
+    for match in _NUMBER.finditer(text):
+        # The identifier starting last at or before this number is the only one that can
+        # contain it: "88213" in "INV-88213" is not a fact of its own.
+        at = bisect.bisect_right(starts, match.start()) - 1
+        if at >= 0 and match.end() <= ends[at]:
+            continue
+        _add(found, match)
     return sorted(found, key=found.__getitem__)
+
+
+def _add(found: dict[str, int], match: re.Match[str]) -> None:
+    token = match.group().rstrip(_TRAILING_PUNCTUATION) or match.group()
+    found.setdefault(token, match.start())
 
 
 def conclusion_sentences(text: str) -> list[str]:
