@@ -4,14 +4,15 @@
 contextkit --version
 contextkit count FILE... [--encoding cl100k_base] [--json]
 contextkit build QUERY --docs DIR [--history FILE] [--window N] [--json]
-contextkit demo
+contextkit demo [--model PROVIDER:NAME] [--turns N] [--window N] [--workspace DIR] [--json]
 ```
 
 `count` prints, per file, the characters, the `count_tokens` estimate and, when a tiktoken
 encoding can be loaded, the exact count beside it. `build` chunks a folder of text and
 markdown, ranks the chunks against the query with BM25 and assembles a prompt under the
-window's budget, then prints the prompt and its ledger (or one JSON object). `demo` runs
-offline and shows what the library does with nothing but its own code.
+window's budget, then prints the prompt and its ledger (or one JSON object). `demo` runs a
+complete agent session on a bundled sample project (offline by default, or against a real
+model) and draws every model call's window ledger.
 """
 
 from __future__ import annotations
@@ -62,8 +63,49 @@ def _build_parser() -> argparse.ArgumentParser:
 
     _add_build_parser(commands)
 
-    commands.add_parser("demo", help="run the offline demonstration")
+    _add_demo_parser(commands)
     return parser
+
+
+def _add_demo_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from langchain_contextkit._demo import DEFAULT_WINDOW  # noqa: PLC0415 - the demo's own
+
+    demo = commands.add_parser(
+        "demo",
+        help="run an agent session on a sample project, one window ledger per call (offline)",
+        description=(
+            "Run a create_agent agent with ContextKitMiddleware, TerminalTool and NoteTool "
+            "through an on-call shift on a bundled sample project. Prints one ledger bar per "
+            "model call and a summary. Offline by default: a scripted agent plays the model "
+            "(no API key). With --model, or OPENAI_BASE_URL set, a real model gets the same "
+            "user turns."
+        ),
+    )
+    demo.add_argument(
+        "--model",
+        metavar="PROVIDER:NAME",
+        help=(
+            "a real model through init_chat_model, e.g. openai:gpt-4o-mini (needs the "
+            "provider's package and key); with OPENAI_BASE_URL set, the model name for that "
+            "OpenAI-compatible server"
+        ),
+    )
+    demo.add_argument("--turns", type=int, metavar="N", help="run only the first N user turns")
+    demo.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULT_WINDOW,
+        metavar="N",
+        help=f"the window the middleware lays every call out in (default: {DEFAULT_WINDOW})",
+    )
+    demo.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="where to copy the project and keep the notes (default: a new temporary folder)",
+    )
+    demo.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the bars"
+    )
 
 
 def _add_build_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -140,9 +182,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return _build.run_build(request, out=sys.stdout, err=sys.stderr)
     if args.command == "demo":
-        from langchain_contextkit._demo import run_demo  # noqa: PLC0415 - only the demo needs it
+        from langchain_contextkit._demo import DemoOptions, run_demo  # noqa: PLC0415 - only here
 
-        return run_demo(sys.stdout)
+        options = DemoOptions(
+            model=args.model,
+            turns=args.turns,
+            window=args.window,
+            workspace=args.workspace,
+            as_json=args.json,
+        )
+        return run_demo(options, out=sys.stdout, err=sys.stderr)
     parser.print_help()
     return 2
 

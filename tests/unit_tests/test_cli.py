@@ -108,14 +108,3 @@ def test_count_undecodable_bytes_do_not_abort(
     assert json.loads(capsys.readouterr().out)["chars"] == 9
 
 
-def test_demo_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo"]) == 0
-    out = capsys.readouterr().out
-    for section in ("count_tokens", "count_message_tokens", "mmr_select", "with_data_boundary"):
-        assert section in out
-    # The seed's MMR example: the near-duplicate is dropped, the Eiffel Tower kept.
-    selected = [line for line in out.splitlines() if line.strip().startswith("selected")]
-    assert [line.split(maxsplit=2)[2] for line in selected] == [
-        "Cats are great pets.",
-        "The Eiffel Tower is in Paris.",
-    ]
