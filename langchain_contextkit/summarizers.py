@@ -175,6 +175,10 @@ class _Sentence:
     text: str
     score: int
 
+    @property
+    def line(self) -> str:
+        return f"- {self.label}: {self.text}"
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ExtractiveSummarizer:
@@ -223,34 +227,32 @@ class ExtractiveSummarizer:
     def __call__(self, text: str, instruction: str = "") -> str:  # noqa: ARG002 - the callback's shape
         """Summarise `text`; `instruction` is accepted for the callback's shape and ignored."""
         previous, body = _split_extension(text)
-        kept: list[str] = []
-        used = 0
         seen: set[str] = set()
-        for line in previous:
-            key = _normalised(line)
-            cost = self.counter(line) + 1
-            if key in seen or used + cost > self.max_tokens:
-                continue
-            seen.add(key)
-            kept.append(line)
-            used += cost
+        # An earlier summary keeps at most two thirds of the cap, its best lines first, so a
+        # full recap still takes in new facts instead of freezing at its first turns.
+        old = self._select(_previous_sentences(previous), seen, self.max_tokens * 2 // 3)
+        used = sum(self.counter(line) + 1 for line in old)
+        new = self._select(_sentences(body), seen, self.max_tokens - used)
+        return "\n".join([*old, *new])
 
-        candidates = [s for s in _sentences(body) if s.score > 0]
+    def _select(self, sentences: list[_Sentence], seen: set[str], room: int) -> list[str]:
+        """The best-scoring, not yet seen sentences within `room`, in their own order."""
         chosen: list[_Sentence] = []
-        for sentence in sorted(candidates, key=lambda s: (-s.score, s.position)):
+        used = 0
+        for sentence in sorted(sentences, key=lambda s: (-s.score, s.position)):
+            if sentence.score <= 0:
+                break
             key = _normalised(sentence.text)
             if not key or key in seen:
                 continue
-            line = f"- {sentence.label}: {sentence.text}"
-            cost = self.counter(line) + 1  # + the newline
-            if used + cost > self.max_tokens:
+            cost = self.counter(sentence.line) + 1  # + the newline
+            if used + cost > room:
                 continue
             seen.add(key)
             chosen.append(sentence)
             used += cost
         chosen.sort(key=lambda s: s.position)
-        kept.extend(f"- {s.label}: {s.text}" for s in chosen)
-        return "\n".join(kept)
+        return [s.line for s in chosen]
 
     async def asummarize(self, text: str, instruction: str = "") -> str:
         """Async `__call__` (no I/O: for symmetry with `LLMSummarizer`)."""
@@ -265,6 +267,19 @@ def _split_extension(text: str) -> tuple[list[str], str]:
         return [], text
     previous, _, body = text[len(head) :].partition(marker)
     return [line.strip() for line in previous.splitlines() if line.strip()], body
+
+
+def _previous_sentences(lines: list[str]) -> list[_Sentence]:
+    """Lines of an earlier summary (``- Label: text``) as sentences, scored like new ones."""
+    out: list[_Sentence] = []
+    for line in lines:
+        body = line.removeprefix("- ")
+        label, _, text = body.partition(": ")
+        if not text:
+            label, text = "Note", body
+        # Already chosen once: keep any such line over nothing (score at least 1).
+        out.append(_Sentence(len(out), label, text, max(1, _score(text, label))))
+    return out
 
 
 def _sentences(text: str) -> list[_Sentence]:
