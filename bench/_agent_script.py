@@ -22,11 +22,12 @@ import random
 import re
 from typing import TYPE_CHECKING, Any
 
-from _openai_stub import Reply, ToolCall, content_text
 from langchain_core.tools import tool
 
+from langchain_contextkit.testing_openai import Reply, ToolCall, content_text
+
 if TYPE_CHECKING:
-    from _openai_stub import Kind
+    from langchain_contextkit.testing_openai import Kind
 
 TOOL_NAME = "lookup_record"
 PARALLEL_EVERY = 5

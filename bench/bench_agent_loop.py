@@ -9,11 +9,11 @@ One scripted support conversation (`_agent_script.py`) is played through
 `invoke` per user turn. Every turn is answered with a tool call (every fifth with two
 parallel calls) whose result is ~500 tokens, so the history outgrows the window; turns
 1-10 each plant a fact ("FACT-07: the shipping carrier is NordLink Freight"). The model is
-`langchain_openai.ChatOpenAI` pointed at `_openai_stub.OpenAIStub` on 127.0.0.1, a fresh
-stub (and prompt cache) per run, which answers from the script, rejects invalid
-tool-message order and over-window prompts with HTTP 400 like the real service, and
-reports cl100k prompt tokens and OpenAI-style cached tokens (longest prefix shared with an
-earlier request, from 1,024 tokens, in 128-token steps). The summariser is the same
+`langchain_openai.ChatOpenAI` pointed at `langchain_contextkit.testing_openai.OpenAIStub`
+on 127.0.0.1, a fresh stub (and prompt cache) per run, which answers from the script,
+rejects invalid tool-message order and over-window prompts with HTTP 400 like the real
+service, and reports cl100k prompt tokens and OpenAI-style cached tokens (longest prefix
+shared with an earlier request, from 1,024 tokens, in 128-token steps). The summariser is the same
 `ChatOpenAI`; the stub answers any request without tools that asks for a summary with the
 fact lines of its input plus one sentence: a summariser that keeps facts, for both sides.
 
@@ -86,17 +86,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _agent_script as script
-from _openai_stub import OpenAIStub, load_cl100k
 
+from langchain_contextkit.testing_openai import OpenAIStub
 from langchain_contextkit.tokens import count_message_tokens, tiktoken_counter
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
-    from _openai_stub import RequestRecord
     from langchain.agents.middleware import AgentMiddleware
     from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 
+    from langchain_contextkit.testing_openai import RequestRecord
     from langchain_contextkit.tokens import TokenCounter
 
     # Builds one run's middleware around that run's model and the cl100k counter.
@@ -267,7 +267,7 @@ def missing_turns(messages: Sequence[BaseMessage], turns: int) -> int:
 
 def run(label: str, build: Factory, turns: int, window: int) -> RunResult:
     counter = tiktoken_counter("cl100k_base")
-    with OpenAIStub(script.respond, window=window, encoding=load_cl100k()) as stub:
+    with OpenAIStub(script.respond, window=window) as stub:
         llm = chat_model(stub.base_url, window)
         middleware = build(llm, counter)
         agent = create_agent(

@@ -372,11 +372,11 @@ def _count_one_message(message: BaseMessage, counter: TokenCounter, image_tokens
     tool_calls += list(getattr(message, "invalid_tool_calls", None) or [])
     call_ids = {call.get("id") for call in tool_calls if call.get("id")}
     total += _count_content(message.content, counter, image_tokens, call_ids)
-    if message.name:
+    if message.name and message.type != "tool":  # a tool message's name is not sent
         total += counter(message.name) + _TOKENS_PER_NAME
     for call in tool_calls:
         total += counter(call.get("name") or "")
-        total += counter(_as_text(call.get("args")))
+        total += counter(_as_arguments(call.get("args")))
         total += counter(call.get("id") or "")
     tool_call_id = getattr(message, "tool_call_id", None)
     if isinstance(tool_call_id, str):
@@ -412,6 +412,19 @@ def _count_block(
         if isinstance(value, str):
             return counter(value)
     return counter(_as_text(block))
+
+
+def _as_arguments(value: object) -> str:
+    """Tool-call arguments as chat clients send them: JSON with the default separators.
+
+    langchain-openai sends `json.dumps(args, ensure_ascii=False)` (", " and ": "); compact
+    JSON would undercount every call by a token or more per argument.
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _as_text(value: object) -> str:

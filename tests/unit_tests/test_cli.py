@@ -106,5 +106,3 @@ def test_count_undecodable_bytes_do_not_abort(
     path.write_bytes(b"abc\xff\xfe def")
     assert main(["count", "--json", str(path)]) == 0
     assert json.loads(capsys.readouterr().out)["chars"] == 9
-
-

@@ -316,7 +316,7 @@ def test_a_request_never_exceeds_the_window_minus_the_output_reserve(
     try:
         result = assembler.assemble(messages, system_message=SystemMessage(system), tools=tools)
     except ContextWindowExceeded as exc:
-        assert exc.required > exc.budget
+        assert exc.required > exc.budget  # noqa: PT017 - either outcome is allowed here
         return
     ledger = result.ledger
     sent = count_message_tokens([SystemMessage(system), *result.messages]) + count_tool_tokens(

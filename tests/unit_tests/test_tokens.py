@@ -243,7 +243,8 @@ def test_tool_calls_and_results_are_counted() -> None:
     plain = AIMessage("")
     with_call = AIMessage("", tool_calls=[call])
     extra = count_message_tokens([with_call], len) - count_message_tokens([plain], len)
-    assert extra == len("search_policy") + len('{"query":"meal cap","limit":5}') + len(
+    # Arguments are counted as chat clients send them: JSON with the default separators.
+    assert extra == len("search_policy") + len('{"query": "meal cap", "limit": 5}') + len(
         "call_abc123"
     )
     result = ToolMessage("Meals are capped at 80 per day.", tool_call_id="call_abc123")
