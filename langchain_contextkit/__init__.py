@@ -2,84 +2,168 @@
 
 Decide what enters a model's window, keep it inside one explicit token ledger, and
 compact what overflows. Everything public is importable from the package root.
+
+Names are imported on first use (PEP 562), so `import langchain_contextkit` and the
+`contextkit` command stay quick; importing a name loads only the modules it needs.
 """
 
+from __future__ import annotations
+
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
 
 from langchain_contextkit._version import __version__
-from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
-from langchain_contextkit.builder import BudgetedRetriever, ContextBuilder, ContextReport
-from langchain_contextkit.compaction import (
-    CompactionConfig,
-    CompactionResult,
-    HistoryCompactor,
-    RunningSummary,
-)
-from langchain_contextkit.config import ContextKitConfig
-from langchain_contextkit.errors import (
-    ConfigError,
-    ContextKitError,
-    ContextWindowExceeded,
-    InvalidMessagesError,
-    InvalidNoteError,
-    NoteError,
-    NoteLimitError,
-    NoteNotFoundError,
-    TokenizerUnavailableError,
-)
-from langchain_contextkit.graph import (
-    CompactionGraphState,
-    compaction_node,
-    context_node,
-    reducer_node,
-)
-from langchain_contextkit.messages import (
-    MessageProblem,
-    check_messages,
-    find_message_problems,
-    trim_to_budget,
-)
-from langchain_contextkit.middleware import CompactionMiddleware, ContextKitMiddleware
-from langchain_contextkit.mmr import RetrievalResult, mmr_select
-from langchain_contextkit.notes import (
-    FileNoteStore,
-    Note,
-    NoteHit,
-    NoteInfo,
-    NoteStore,
-    NoteSummary,
-    NoteType,
-    StoreNoteStore,
-)
-from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
-from langchain_contextkit.reducers import (
-    REDUCERS,
-    ReducerConfig,
-    reduce_agent,
-    reduce_plan,
-    reduce_reflection,
-    tokens_of,
-)
-from langchain_contextkit.sources import CallableSource, ContextSource, RetrieverSource, Scope
-from langchain_contextkit.summarizers import ExtractiveSummarizer, summarizer_from_llm
-from langchain_contextkit.tokens import (
-    DEFAULT_IMAGE_TOKENS,
-    TiktokenCounter,
-    TokenCounter,
-    count_each,
-    count_message_tokens,
-    count_tokens,
-    count_tool_tokens,
-    tiktoken_counter,
-    truncate_to_tokens,
-)
-from langchain_contextkit.tools import DEFAULT_READ_ONLY, NoteSource, NoteTool, TerminalTool
-from langchain_contextkit.trajectories import (
-    PlanStep,
-    PlanTrajectory,
-    ReflectionRound,
-    ReflectionTrajectory,
-)
+
+if TYPE_CHECKING:
+    from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
+    from langchain_contextkit.builder import BudgetedRetriever, ContextBuilder, ContextReport
+    from langchain_contextkit.compaction import (
+        CompactionConfig,
+        CompactionResult,
+        HistoryCompactor,
+        RunningSummary,
+    )
+    from langchain_contextkit.config import ContextKitConfig
+    from langchain_contextkit.errors import (
+        ConfigError,
+        ContextKitError,
+        ContextWindowExceeded,
+        InvalidMessagesError,
+        InvalidNoteError,
+        NoteError,
+        NoteLimitError,
+        NoteNotFoundError,
+        TokenizerUnavailableError,
+    )
+    from langchain_contextkit.graph import (
+        CompactionGraphState,
+        compaction_node,
+        context_node,
+        reducer_node,
+    )
+    from langchain_contextkit.messages import (
+        MessageProblem,
+        check_messages,
+        find_message_problems,
+        trim_to_budget,
+    )
+    from langchain_contextkit.middleware import CompactionMiddleware, ContextKitMiddleware
+    from langchain_contextkit.mmr import RetrievalResult, mmr_select
+    from langchain_contextkit.notes import (
+        FileNoteStore,
+        Note,
+        NoteHit,
+        NoteInfo,
+        NoteStore,
+        NoteSummary,
+        NoteType,
+        StoreNoteStore,
+    )
+    from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
+    from langchain_contextkit.reducers import (
+        REDUCERS,
+        ReducerConfig,
+        reduce_agent,
+        reduce_plan,
+        reduce_reflection,
+        tokens_of,
+    )
+    from langchain_contextkit.sources import CallableSource, ContextSource, RetrieverSource, Scope
+    from langchain_contextkit.summarizers import ExtractiveSummarizer, summarizer_from_llm
+    from langchain_contextkit.tokens import (
+        DEFAULT_IMAGE_TOKENS,
+        TiktokenCounter,
+        TokenCounter,
+        count_each,
+        count_message_tokens,
+        count_tokens,
+        count_tool_tokens,
+        tiktoken_counter,
+        truncate_to_tokens,
+    )
+    from langchain_contextkit.tools import DEFAULT_READ_ONLY, NoteSource, NoteTool, TerminalTool
+    from langchain_contextkit.trajectories import (
+        PlanStep,
+        PlanTrajectory,
+        ReflectionRound,
+        ReflectionTrajectory,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "BudgetedRetriever": "langchain_contextkit.builder",
+    "CallableSource": "langchain_contextkit.sources",
+    "CompactionConfig": "langchain_contextkit.compaction",
+    "CompactionGraphState": "langchain_contextkit.graph",
+    "CompactionMiddleware": "langchain_contextkit.middleware",
+    "CompactionResult": "langchain_contextkit.compaction",
+    "ConfigError": "langchain_contextkit.errors",
+    "ContextBuilder": "langchain_contextkit.builder",
+    "ContextConfig": "langchain_contextkit.budget",
+    "ContextKitConfig": "langchain_contextkit.config",
+    "ContextKitError": "langchain_contextkit.errors",
+    "ContextKitMiddleware": "langchain_contextkit.middleware",
+    "ContextReport": "langchain_contextkit.builder",
+    "ContextSource": "langchain_contextkit.sources",
+    "ContextWindowExceeded": "langchain_contextkit.errors",
+    "DEFAULT_IMAGE_TOKENS": "langchain_contextkit.tokens",
+    "DEFAULT_READ_ONLY": "langchain_contextkit.tools",
+    "ExtractiveSummarizer": "langchain_contextkit.summarizers",
+    "FileNoteStore": "langchain_contextkit.notes",
+    "HistoryCompactor": "langchain_contextkit.compaction",
+    "InvalidMessagesError": "langchain_contextkit.errors",
+    "InvalidNoteError": "langchain_contextkit.errors",
+    "MessageProblem": "langchain_contextkit.messages",
+    "Note": "langchain_contextkit.notes",
+    "NoteError": "langchain_contextkit.errors",
+    "NoteHit": "langchain_contextkit.notes",
+    "NoteInfo": "langchain_contextkit.notes",
+    "NoteLimitError": "langchain_contextkit.errors",
+    "NoteNotFoundError": "langchain_contextkit.errors",
+    "NoteSource": "langchain_contextkit.tools",
+    "NoteStore": "langchain_contextkit.notes",
+    "NoteSummary": "langchain_contextkit.notes",
+    "NoteTool": "langchain_contextkit.tools",
+    "NoteType": "langchain_contextkit.notes",
+    "PlanStep": "langchain_contextkit.trajectories",
+    "PlanTrajectory": "langchain_contextkit.trajectories",
+    "PromptRegistry": "langchain_contextkit.prompts",
+    "REDUCERS": "langchain_contextkit.reducers",
+    "ReducerConfig": "langchain_contextkit.reducers",
+    "ReflectionRound": "langchain_contextkit.trajectories",
+    "ReflectionTrajectory": "langchain_contextkit.trajectories",
+    "RetrievalResult": "langchain_contextkit.mmr",
+    "RetrieverSource": "langchain_contextkit.sources",
+    "RunningSummary": "langchain_contextkit.compaction",
+    "Scope": "langchain_contextkit.sources",
+    "StoreNoteStore": "langchain_contextkit.notes",
+    "TerminalTool": "langchain_contextkit.tools",
+    "TiktokenCounter": "langchain_contextkit.tokens",
+    "TokenCounter": "langchain_contextkit.tokens",
+    "TokenizerUnavailableError": "langchain_contextkit.errors",
+    "WindowBudget": "langchain_contextkit.budget",
+    "WindowBudgetConfig": "langchain_contextkit.budget",
+    "check_messages": "langchain_contextkit.messages",
+    "compaction_node": "langchain_contextkit.graph",
+    "context_node": "langchain_contextkit.graph",
+    "count_each": "langchain_contextkit.tokens",
+    "count_message_tokens": "langchain_contextkit.tokens",
+    "count_tokens": "langchain_contextkit.tokens",
+    "count_tool_tokens": "langchain_contextkit.tokens",
+    "find_message_problems": "langchain_contextkit.messages",
+    "mmr_select": "langchain_contextkit.mmr",
+    "reduce_agent": "langchain_contextkit.reducers",
+    "reduce_plan": "langchain_contextkit.reducers",
+    "reduce_reflection": "langchain_contextkit.reducers",
+    "reducer_node": "langchain_contextkit.graph",
+    "summarizer_from_llm": "langchain_contextkit.summarizers",
+    "tiktoken_counter": "langchain_contextkit.tokens",
+    "tokens_of": "langchain_contextkit.reducers",
+    "trim_to_budget": "langchain_contextkit.messages",
+    "truncate_to_tokens": "langchain_contextkit.tokens",
+    "with_data_boundary": "langchain_contextkit.prompts",
+}
+"""Where each public name lives: the module imported when the name is first used."""
 
 __all__ = [
     "DEFAULT_IMAGE_TOKENS",
@@ -156,5 +240,21 @@ __all__ = [
     "with_data_boundary",
 ]
 
-# A library logs, the application decides where logs go (the logging HOWTO's advice).
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 - any public object
+    """Import a public name on first use and cache it in the module."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+# A library never configures logging; this keeps "No handlers could be found" away.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
