@@ -3,8 +3,8 @@
 Decide what enters a model's window, keep it inside one explicit token ledger, and
 compact what overflows. Everything public is importable from the package root.
 
-Names are imported on first use (PEP 562), so `import langchain_contextkit` and the
-`contextkit` command stay quick; importing a name loads only the modules it needs.
+Names are imported on first use (PEP 562), so `import langchain_contextkit` stays quick;
+importing a name loads only the modules it needs.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         RunningSummary,
     )
     from langchain_contextkit.config import ContextKitConfig
+    from langchain_contextkit.docs_source import DocsSource
     from langchain_contextkit.errors import (
         ConfigError,
         ContextKitError,
@@ -89,8 +90,12 @@ if TYPE_CHECKING:
         ReflectionRound,
         ReflectionTrajectory,
     )
+    from langchain_contextkit.window import CallLedger, WindowAssembler
 
 _EXPORTS: dict[str, str] = {
+    "CallLedger": "langchain_contextkit.window",
+    "DocsSource": "langchain_contextkit.docs_source",
+    "WindowAssembler": "langchain_contextkit.window",
     "BudgetedRetriever": "langchain_contextkit.builder",
     "CallableSource": "langchain_contextkit.sources",
     "CompactionConfig": "langchain_contextkit.compaction",
@@ -170,6 +175,7 @@ __all__ = [
     "DEFAULT_READ_ONLY",
     "REDUCERS",
     "BudgetedRetriever",
+    "CallLedger",
     "CallableSource",
     "CompactionConfig",
     "CompactionGraphState",
@@ -184,6 +190,7 @@ __all__ = [
     "ContextReport",
     "ContextSource",
     "ContextWindowExceeded",
+    "DocsSource",
     "ExtractiveSummarizer",
     "FileNoteStore",
     "HistoryCompactor",
@@ -216,6 +223,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerUnavailableError",
+    "WindowAssembler",
     "WindowBudget",
     "WindowBudgetConfig",
     "__version__",

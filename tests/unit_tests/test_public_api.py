@@ -50,6 +50,9 @@ EXPECTED_ALL = {
     "trim_to_budget",
     "truncate_to_tokens",
     # one ledger per model call (issue 8)
+    "CallLedger",
+    "DocsSource",
+    "WindowAssembler",
     "ContextKitMiddleware",
     "context_node",
     # trajectory reducers (issue 5)
