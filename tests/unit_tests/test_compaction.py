@@ -406,3 +406,20 @@ async def test_async_callback_and_llm_paths() -> None:
     )
     assert fallback.summarizer == "extractive"
     assert "Invoice 77" in fallback.messages[0].text
+
+
+def test_a_ceiling_cuts_the_previous_recap_before_failing_the_call() -> None:
+    long_recap = "Order 4411 was refunded on 2025-01-02 after review. " * 40
+    summary = RunningSummary(long_recap, covered=0)
+    history = [HumanMessage("Is order 4411 closed?")]
+    compactor = HistoryCompactor(None, keep_recent=2, trigger_tokens=100_000)
+    uncapped = compactor.compact_view(history, summary=summary)
+    assert not uncapped.compacted
+    result = compactor.compact_view(history, summary=summary, ceiling_tokens=120)
+    assert result.compacted  # the cut recap must be stored, so it is reported
+    assert result.tokens_after <= 120
+    assert result.summary is not None
+    assert long_recap.startswith(result.summary.text.rstrip("…"))
+    assert result.messages[-1] is history[0]
+    with pytest.raises(ContextWindowExceeded):
+        compactor.compact_view(history, summary=summary, ceiling_tokens=15)
