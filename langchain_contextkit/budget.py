@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from langchain_contextkit._checks import check_count, check_fraction
 from langchain_contextkit.errors import ConfigError
 
 __all__ = [
@@ -52,29 +53,6 @@ DEFAULT_SOURCE_RATIOS: Mapping[str, float] = MappingProxyType(
 """Seed 002's default share of the dynamic region per source."""
 
 _RATIO_SLACK = 1e-9  # ratios such as 0.35 + 0.30 + 0.20 + 0.15 do not sum to 1.0 exactly in floats
-
-
-def _check_fraction(
-    name: str, value: float, *, low_open: bool = False, high_open: bool = False
-) -> None:
-    too_low = value <= 0 if low_open else value < 0
-    too_high = value >= 1 if high_open else value > 1
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or math.isnan(value)
-        or too_low
-        or too_high
-    ):
-        low, high = "(0" if low_open else "[0", "1)" if high_open else "1]"
-        msg = f"{name} must be in {low}, {high}, got {value!r}."
-        raise ConfigError(msg)
-
-
-def _check_count(name: str, value: int, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        msg = f"{name} must be an int >= {minimum}, got {value!r}."
-        raise ConfigError(msg)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -125,16 +103,16 @@ class ContextConfig:
     def __post_init__(self) -> None:
         """Validate every knob; a bad configuration fails here, before any fetch."""
         if self.max_tokens is not None:
-            _check_count("max_tokens", self.max_tokens, minimum=1)
-        _check_fraction("output_reserve_ratio", self.output_reserve_ratio, high_open=True)
-        _check_fraction("mmr_lambda", self.mmr_lambda)
+            check_count("max_tokens", self.max_tokens, minimum=1)
+        check_fraction("output_reserve_ratio", self.output_reserve_ratio, high_open=True)
+        check_fraction("mmr_lambda", self.mmr_lambda)
         if not isinstance(self.dedup_threshold, (int, float)) or not self.dedup_threshold > 0:
             msg = (
                 "dedup_threshold must be > 0 (above 1 disables dropping), "
                 f"got {self.dedup_threshold!r}."
             )
             raise ConfigError(msg)
-        _check_count("min_chunk_tokens", self.min_chunk_tokens, minimum=1)
+        check_count("min_chunk_tokens", self.min_chunk_tokens, minimum=1)
         ratios = dict(self.source_ratios)
         if not ratios:
             msg = "source_ratios must name at least one source."
@@ -143,7 +121,7 @@ class ContextConfig:
             if not isinstance(name, str) or not name:
                 msg = f"source_ratios keys must be non-empty strings, got {name!r}."
                 raise ConfigError(msg)
-            _check_fraction(f"source_ratios[{name!r}]", ratio, low_open=True)
+            check_fraction(f"source_ratios[{name!r}]", ratio, low_open=True)
         total = sum(ratios.values())
         if total > 1 + _RATIO_SLACK:
             msg = f"source_ratios must sum to at most 1, got {total:.4g} ({ratios})."
@@ -192,7 +170,7 @@ class ContextConfig:
             ConfigError: If the window is unknown and no fallback is given, or a value is
                 out of range.
         """
-        _check_fraction("use_ratio", use_ratio, low_open=True)
+        check_fraction("use_ratio", use_ratio, low_open=True)
         window = context_window if context_window is not None else fallback_window
         if window is None:
             msg = (
@@ -200,7 +178,7 @@ class ContextConfig:
                 "conservative value explicitly."
             )
             raise ConfigError(msg)
-        _check_count("context_window", window, minimum=1)
+        check_count("context_window", window, minimum=1)
         return cls(max_tokens=int(window * use_ratio), **kwargs)
 
     @property
@@ -393,7 +371,7 @@ def allocate(
         ConfigError: For a negative budget, a source missing from `ratios`, a repeated
             source, or a negative cost.
     """
-    _check_count("budget", budget, minimum=0)
+    check_count("budget", budget, minimum=0)
     ledgers: list[_Ledger] = []
     for demand in demands:
         if demand.name not in ratios:
@@ -482,9 +460,9 @@ class WindowBudgetConfig:
 
     def __post_init__(self) -> None:
         """Validate the knobs."""
-        _check_count("desired_output_tokens", self.desired_output_tokens, minimum=0)
-        _check_fraction("max_output_fraction", self.max_output_fraction, high_open=True)
-        _check_fraction("rag_ratio", self.rag_ratio)
+        check_count("desired_output_tokens", self.desired_output_tokens, minimum=0)
+        check_fraction("max_output_fraction", self.max_output_fraction, high_open=True)
+        check_fraction("rag_ratio", self.rag_ratio)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -528,10 +506,10 @@ class WindowBudget:
 
     def __post_init__(self) -> None:
         """Validate the ledger's inputs."""
-        _check_count("window", self.window, minimum=1)
+        check_count("window", self.window, minimum=1)
         for name in ("output_reserve", "system_tokens", "tool_tokens"):
-            _check_count(name, getattr(self, name), minimum=0)
-        _check_fraction("rag_ratio", self.rag_ratio)
+            check_count(name, getattr(self, name), minimum=0)
+        check_fraction("rag_ratio", self.rag_ratio)
 
     @classmethod
     def from_window(

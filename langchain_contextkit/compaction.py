@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from langchain_contextkit._checks import check_count, from_known_fields
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import (
     find_message_problems,
@@ -77,12 +78,6 @@ AViewSummarize = Callable[[list[BaseMessage], str], Awaitable[str]]
 """Async `ViewSummarize`."""
 
 
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        msg = f"{name} must be an int >= {minimum}, got {value!r}."
-        raise ConfigError(msg)
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CompactionConfig:
     """The serialisable knobs of `HistoryCompactor` (see `HistoryCompactor.from_config`).
@@ -111,11 +106,11 @@ class CompactionConfig:
 
     def __post_init__(self) -> None:
         """Validate the knobs."""
-        _check_int("keep_recent", self.keep_recent, 1)
-        _check_int("trigger_tokens", self.trigger_tokens, 0)
-        _check_int("max_summary_tokens", self.max_summary_tokens, 1)
+        check_count("keep_recent", self.keep_recent, minimum=1)
+        check_count("trigger_tokens", self.trigger_tokens, minimum=0)
+        check_count("max_summary_tokens", self.max_summary_tokens, minimum=1)
         if self.target_tokens is not None:
-            _check_int("target_tokens", self.target_tokens, 0)
+            check_count("target_tokens", self.target_tokens, minimum=0)
             if self.target_tokens > self.trigger_tokens:
                 msg = (
                     f"target_tokens ({self.target_tokens}) must not exceed trigger_tokens "
@@ -134,12 +129,7 @@ class CompactionConfig:
         Raises:
             ConfigError: On an unknown key or an invalid value.
         """
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            msg = f"unknown CompactionConfig keys: {unknown}; known: {sorted(known)}."
-            raise ConfigError(msg)
-        return cls(**data)
+        return from_known_fields(cls, data)
 
 
 @dataclass(frozen=True, slots=True)

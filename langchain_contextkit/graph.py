@@ -24,6 +24,7 @@ from langgraph.graph import MessagesState
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
+from langchain_contextkit._checks import check_count
 from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
 from langchain_contextkit.compaction import CompactionResult, HistoryCompactor, RunningSummary
 from langchain_contextkit.errors import ConfigError
@@ -349,9 +350,7 @@ def _trajectory_budget(
     counter: TokenCounter,
 ) -> int:
     if budget is not None:
-        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
-            msg = f"budget must be an int >= 0, got {budget!r}."
-            raise ConfigError(msg)
+        check_count("budget", budget, minimum=0)
         return budget
     ledger = None
     if model is not None:
@@ -473,9 +472,7 @@ def context_node(
         # ['system', 'human'] 1000
         ```
     """
-    if ledger_size < 1:
-        msg = f"ledger_size must be >= 1, got {ledger_size}."
-        raise ConfigError(msg)
+    check_count("ledger_size", ledger_size, minimum=1)
     assembler = WindowAssembler(
         window=window,
         compactor=compactor,

@@ -28,6 +28,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
+from langchain_contextkit._checks import check_count
 from langchain_contextkit.budget import (
     ContextConfig,
     WindowBudget,
@@ -339,9 +340,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 compactor.
         """
         super().__init__()
-        if ledger_size < 1:
-            msg = f"ledger_size must be >= 1, got {ledger_size}."
-            raise ConfigError(msg)
+        check_count("ledger_size", ledger_size, minimum=1)
         self.assembler = WindowAssembler(
             window=window,
             compactor=compactor,

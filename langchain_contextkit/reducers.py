@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
+from langchain_contextkit._checks import check_count, from_known_fields
+from langchain_contextkit.errors import ContextWindowExceeded
 from langchain_contextkit.facts import FactIndex, normalised
 from langchain_contextkit.messages import find_message_problems, split_system, unit_starts
 from langchain_contextkit.prompts import PromptRegistry
@@ -98,10 +99,7 @@ class ReducerConfig:
     def __post_init__(self) -> None:
         """Validate the knobs."""
         for name in ("agent_keep_recent_steps", "plan_keep_recent"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                msg = f"{name} must be an int >= 0, got {value!r}."
-                raise ConfigError(msg)
+            check_count(name, getattr(self, name), minimum=0)
 
     def to_dict(self) -> dict[str, Any]:
         """The knobs as a plain dict."""
@@ -114,12 +112,7 @@ class ReducerConfig:
         Raises:
             ConfigError: On an unknown key or an invalid value.
         """
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            msg = f"unknown ReducerConfig keys: {unknown}; known: {sorted(known)}."
-            raise ConfigError(msg)
-        return cls(**data)
+        return from_known_fields(cls, data)
 
 
 def tokens_of(*texts: str, counter: TokenCounter = count_tokens) -> int:
@@ -192,9 +185,7 @@ def _exceeded(*, what: str, required: int, budget: int) -> ContextWindowExceeded
 
 
 def _check_budget(budget: int) -> None:
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
-        msg = f"budget must be an int >= 0, got {budget!r}."
-        raise ConfigError(msg)
+    check_count("budget", budget, minimum=0)
 
 
 # -- the tool loop ------------------------------------------------------------------------
