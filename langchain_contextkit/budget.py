@@ -557,6 +557,7 @@ class WindowBudget:
         system_tokens: int = 0,
         tool_tokens: int = 0,
         rag_ratio: float | None = None,
+        window: int | None = None,
     ) -> WindowBudget | None:
         """Build the ledger from a chat model's profile; None when its window is unknown.
 
@@ -567,12 +568,15 @@ class WindowBudget:
             system_tokens: Measured tokens of the system prompt.
             tool_tokens: Measured tokens of the tool schemas.
             rag_ratio: Overrides `cfg.rag_ratio` for this run.
+            window: The window when the caller knows it; it wins over the profile's (the
+                profile's output limit still applies).
 
         Returns:
-            The ledger, or None when the model does not state its window (the caller then
-            falls back to no cap, or to an explicit window via `from_window`).
+            The ledger, or None when neither `window` nor the model states the window (the
+            caller then falls back to no cap).
         """
-        window, max_output = model_limits(llm)
+        stated, max_output = model_limits(llm)
+        window = stated if window is None else window
         if window is None:
             return None
         return cls.from_window(

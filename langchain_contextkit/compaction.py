@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -47,7 +47,7 @@ from langchain_contextkit.tokens import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from langchain_core.language_models import BaseChatModel
 
@@ -170,6 +170,11 @@ class RunningSummary:
             msg = f"RunningSummary last_id must be a str or None, got {last_id!r}"
             raise ConfigError(msg)
         return cls(text, covered, last_id)
+
+    @classmethod
+    def from_state(cls, stored: object) -> RunningSummary | None:
+        """Rebuild what a graph keeps in state: None when nothing is stored there yet."""
+        return cls.from_dict(stored) if isinstance(stored, Mapping) and stored else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,12 +37,16 @@ from langchain_contextkit.reducers import (
 )
 from langchain_contextkit.tokens import (
     TokenCounter,
-    count_message_tokens,
+    count_fixed_tokens,
     count_tokens,
-    count_tool_tokens,
 )
 from langchain_contextkit.trajectories import PlanTrajectory, ReflectionTrajectory
-from langchain_contextkit.window import WindowAssembler, WindowAssembly
+from langchain_contextkit.window import (
+    WindowAssembler,
+    WindowAssembly,
+    next_call_number,
+    with_ledger,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Mapping, Sequence
@@ -146,8 +150,7 @@ def compaction_node(
     overhead, ceiling = _fixed_costs(compactor, model, tools, system_prompt, budget_config)
 
     def summary_of(state: Mapping[str, Any]) -> RunningSummary | None:
-        stored = state.get(summary_key) if mode == "view" else None
-        return RunningSummary.from_dict(stored) if stored else None
+        return RunningSummary.from_state(state.get(summary_key)) if mode == "view" else None
 
     def update(result: CompactionResult) -> dict[str, Any]:
         if mode == "view":
@@ -186,20 +189,30 @@ def _fixed_costs(
     budget_config: WindowBudgetConfig | None,
 ) -> tuple[int, int | None]:
     """Tokens sent beside the messages, and the hard ceiling (None without a window)."""
-    counter = compactor.token_counter
-    tool_tokens = count_tool_tokens(tools, counter) if tools else 0
-    system_tokens = _system_tokens(system_prompt, counter)
-    if model is None:
-        return tool_tokens + system_tokens, None
+    budget, fixed = _run_budget(model, tools, system_prompt, budget_config, compactor.token_counter)
+    return fixed, None if budget is None else budget.window - budget.output_reserve
+
+
+def _run_budget(
+    model: BaseChatModel | None,
+    tools: Sequence[Any],
+    system_prompt: str | None,
+    budget_config: WindowBudgetConfig | None,
+    counter: TokenCounter,
+) -> tuple[WindowBudget | None, int]:
+    """A node's window ledger, and the tokens sent beside the messages.
+
+    The ledger is None without a model that states its window.
+    """
+    system_message = SystemMessage(system_prompt) if system_prompt else None
+    system, tool_tokens = count_fixed_tokens(system_message, tools, counter)
     budget = WindowBudget.for_run(
         llm=model,
         cfg=budget_config or WindowBudgetConfig(),
-        system_tokens=system_tokens,
+        system_tokens=system,
         tool_tokens=tool_tokens,
     )
-    if budget is None:
-        return tool_tokens + system_tokens, None
-    return budget.fixed, budget.window - budget.output_reserve
+    return budget, system + tool_tokens
 
 
 Paradigm = Literal["agent", "plan", "reflection"]
@@ -352,14 +365,7 @@ def _trajectory_budget(
     if budget is not None:
         check_count("budget", budget, minimum=0)
         return budget
-    ledger = None
-    if model is not None:
-        ledger = WindowBudget.for_run(
-            llm=model,
-            cfg=budget_config or WindowBudgetConfig(),
-            system_tokens=_system_tokens(system_prompt, counter),
-            tool_tokens=count_tool_tokens(tools, counter) if tools else 0,
-        )
+    ledger, _ = _run_budget(model, tools, system_prompt, budget_config, counter)
     if ledger is None:
         msg = (
             "reducer_node needs a budget: pass budget=... or a model whose profile states "
@@ -367,12 +373,6 @@ def _trajectory_budget(
         )
         raise ConfigError(msg)
     return ledger.trajectory_budget(rag_in_scope=rag_in_scope)
-
-
-def _system_tokens(system_prompt: str | None, counter: TokenCounter) -> int:
-    if not system_prompt:
-        return 0
-    return count_message_tokens([SystemMessage(system_prompt)], counter, reply_priming=False)
 
 
 def run_coroutine_sync(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -486,23 +486,22 @@ def context_node(
     system = SystemMessage(system_prompt) if system_prompt else None
 
     def inputs(state: Mapping[str, Any]) -> dict[str, Any]:
-        stored = state.get(summary_key)
         ledgers = state.get(ledger_key) or []
         return {
             "system_message": system,
             "tools": tools,
             "model": model,
-            "summary": RunningSummary.from_dict(stored) if stored else None,
-            "call": (ledgers[-1]["call"] + 1) if ledgers else 1,
+            "summary": RunningSummary.from_state(state.get(summary_key)),
+            "call": next_call_number(ledgers),
         }
 
     def update(state: Mapping[str, Any], assembly: WindowAssembly) -> dict[str, Any]:
-        ledgers = list(state.get(ledger_key) or [])
+        ledgers = state.get(ledger_key) or []
         summary = assembly.summary.to_dict() if assembly.summary is not None else None
         return {
             output_key: [*([system] if system else []), *assembly.messages],
             summary_key: summary,
-            ledger_key: [*ledgers, assembly.ledger.to_dict()][-ledger_size:],
+            ledger_key: with_ledger(ledgers, assembly.ledger, ledger_size),
         }
 
     def assemble(state: Mapping[str, Any]) -> dict[str, Any]:

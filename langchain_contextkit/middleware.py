@@ -12,7 +12,6 @@ stays byte-stable between compactions.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from langchain.agents.middleware.types import (
@@ -44,8 +43,13 @@ from langchain_contextkit.compaction import (
 )
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.summarizers import SUMMARY_CONFIG
-from langchain_contextkit.tokens import count_message_tokens, count_tool_tokens
-from langchain_contextkit.window import WindowAssembler, WindowAssembly
+from langchain_contextkit.tokens import count_fixed_tokens
+from langchain_contextkit.window import (
+    WindowAssembler,
+    WindowAssembly,
+    next_call_number,
+    with_ledger,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -144,34 +148,25 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
 
     def budget_for(self, request: ModelRequest[Any]) -> WindowBudget | None:
         """The window ledger of one model call (None when the window is unknown)."""
-        system_tokens, tool_tokens = self._fixed_tokens(request)
-        window, max_output = model_limits(request.model)
-        if self.window is not None:
-            window = self.window
-        if window is None:
-            return None
-        return WindowBudget.from_window(
-            window,
-            cfg=self.budget_config,
-            max_output_tokens=max_output,
-            system_tokens=system_tokens,
-            tool_tokens=tool_tokens,
-        )
+        return self._ledger(request)[1]
 
-    def _fixed_tokens(self, request: ModelRequest[Any]) -> tuple[int, int]:
-        """Tokens of the system prompt and of the tool schemas, sent beside the messages."""
-        counter = self.compactor.token_counter
-        system = request.system_message
-        system_tokens = (
-            count_message_tokens([system], counter, reply_priming=False) if system else 0
+    def _ledger(self, request: ModelRequest[Any]) -> tuple[int, WindowBudget | None]:
+        """Tokens sent beside the messages, measured once, and the call's ledger."""
+        system, tools = count_fixed_tokens(
+            request.system_message, request.tools, self.compactor.token_counter
         )
-        tool_tokens = count_tool_tokens(request.tools, counter) if request.tools else 0
-        return system_tokens, tool_tokens
+        budget = WindowBudget.for_run(
+            llm=request.model,
+            window=self.window,
+            cfg=self.budget_config,
+            system_tokens=system,
+            tool_tokens=tools,
+        )
+        return system + tools, budget
 
     @staticmethod
     def _summary(request: ModelRequest[Any]) -> RunningSummary | None:
-        stored = request.state.get(SUMMARY_KEY)
-        return RunningSummary.from_dict(stored) if isinstance(stored, Mapping) else None
+        return RunningSummary.from_state(request.state.get(SUMMARY_KEY))
 
     @staticmethod
     def _respond(
@@ -223,12 +218,12 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Send the compacted view instead of the whole history."""
-        budget = self.budget_for(request)
+        overhead, budget = self._ledger(request)
         result = self.compactor.compact_view(
             request.messages,
             summary=self._summary(request),
             summarize_view=self._view_summarizer(request),
-            overhead_tokens=sum(self._fixed_tokens(request)),
+            overhead_tokens=overhead,
             ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
         )
         response = handler(request.override(messages=cast("list[AnyMessage]", result.messages)))
@@ -240,12 +235,12 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
-        budget = self.budget_for(request)
+        overhead, budget = self._ledger(request)
         result = await self.compactor.acompact_view(
             request.messages,
             summary=self._summary(request),
             asummarize_view=self._aview_summarizer(request),
-            overhead_tokens=sum(self._fixed_tokens(request)),
+            overhead_tokens=overhead,
             ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
         )
         response = await handler(
@@ -388,8 +383,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         return cls(window=window, budget_config=budget_config, **kwargs)
 
     def _state(self, request: ModelRequest[Any]) -> tuple[RunningSummary | None, list[Any]]:
-        stored = request.state.get(SUMMARY_KEY)
-        summary = RunningSummary.from_dict(stored) if isinstance(stored, Mapping) else None
+        summary = RunningSummary.from_state(request.state.get(SUMMARY_KEY))
         ledgers = request.state.get(LEDGER_KEY)
         return summary, list(ledgers) if isinstance(ledgers, list) else []
 
@@ -397,7 +391,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         self, assembly: WindowAssembly, ledgers: list[Any], response: ModelResponse[Any]
     ) -> ExtendedModelResponse[Any]:
         update: dict[str, Any] = {
-            LEDGER_KEY: [*ledgers, assembly.ledger.to_dict()][-self.ledger_size :]
+            LEDGER_KEY: with_ledger(ledgers, assembly.ledger, self.ledger_size)
         }
         if assembly.compaction.compacted and assembly.summary is not None:
             update[SUMMARY_KEY] = assembly.summary.to_dict()
@@ -416,7 +410,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             tools=request.tools,
             model=request.model,
             summary=summary,
-            call=_call_number(ledgers),
+            call=next_call_number(ledgers),
         )
         response = handler(request.override(messages=cast("list[AnyMessage]", assembly.messages)))
         return self._respond(assembly, ledgers, response)
@@ -434,15 +428,9 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             tools=request.tools,
             model=request.model,
             summary=summary,
-            call=_call_number(ledgers),
+            call=next_call_number(ledgers),
         )
         response = await handler(
             request.override(messages=cast("list[AnyMessage]", assembly.messages))
         )
         return self._respond(assembly, ledgers, response)
-
-
-def _call_number(ledgers: list[Any]) -> int:
-    if ledgers and isinstance(ledgers[-1], Mapping) and isinstance(ledgers[-1].get("call"), int):
-        return int(ledgers[-1]["call"]) + 1
-    return 1

@@ -36,6 +36,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "count_each",
+    "count_fixed_tokens",
     "count_message_tokens",
     "count_tokens",
     "count_tool_tokens",
@@ -363,6 +364,22 @@ def count_tool_tokens(tools: Sequence[Any], counter: TokenCounter = count_tokens
     from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: PLC0415
 
     return sum(counter(_as_text(convert_to_openai_tool(tool))) for tool in tools)
+
+
+def count_fixed_tokens(
+    system_message: BaseMessage | None, tools: Sequence[Any], counter: TokenCounter = count_tokens
+) -> tuple[int, int]:
+    """Tokens a request sends beside its conversation: the system message and tool schemas.
+
+    Returns:
+        `(system_tokens, tool_tokens)`, as `WindowBudget` takes them.
+    """
+    system = (
+        count_message_tokens([system_message], counter, reply_priming=False)
+        if system_message
+        else 0
+    )
+    return system, count_tool_tokens(tools, counter) if tools else 0
 
 
 def _count_one_message(message: BaseMessage, counter: TokenCounter, image_tokens: int) -> int:

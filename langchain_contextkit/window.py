@@ -18,6 +18,7 @@ token went; the request never exceeds the window minus the output reserve, or
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,6 @@ from langchain_contextkit.budget import (
     ContextConfig,
     WindowBudget,
     WindowBudgetConfig,
-    model_limits,
 )
 from langchain_contextkit.builder import ContextBuilder
 from langchain_contextkit.compaction import (
@@ -39,7 +39,7 @@ from langchain_contextkit.compaction import (
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import find_message_problems, split_system
 from langchain_contextkit.reducers import reduce_agent
-from langchain_contextkit.tokens import count_message_tokens, count_tool_tokens
+from langchain_contextkit.tokens import TokenCounter, count_fixed_tokens, count_message_tokens
 from langchain_contextkit.tools.notes import NoteSource
 
 if TYPE_CHECKING:
@@ -48,7 +48,14 @@ if TYPE_CHECKING:
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources import ContextSource
 
-__all__ = ["RETRIEVAL_ID", "CallLedger", "WindowAssembler", "WindowAssembly"]
+__all__ = [
+    "RETRIEVAL_ID",
+    "CallLedger",
+    "WindowAssembler",
+    "WindowAssembly",
+    "next_call_number",
+    "with_ledger",
+]
 
 RETRIEVAL_ID = "contextkit-retrieval"
 """Id of the retrieval-block message, so it is recognised (and never stored as history)."""
@@ -134,6 +141,19 @@ class CallLedger:
             out.append(glyph * max(0, end - used))
             used = max(used, end)
         return "".join(out)
+
+
+def next_call_number(ledgers: Sequence[Any]) -> int:
+    """The number of the call after the last stored ledger (1 when none is stored)."""
+    last = ledgers[-1] if ledgers else None
+    if isinstance(last, Mapping) and isinstance(last.get("call"), int):
+        return int(last["call"]) + 1
+    return 1
+
+
+def with_ledger(ledgers: Sequence[Any], ledger: CallLedger, size: int) -> list[Any]:
+    """The stored ledgers with `ledger` appended, the last `size` kept."""
+    return [*ledgers, ledger.to_dict()][-size:]
 
 
 LEGEND = (
@@ -258,23 +278,21 @@ class WindowAssembler:
         Raises:
             ConfigError: When neither `window` nor the model's profile gives the window.
         """
-        window, max_output = model_limits(model)
-        if self.window is not None:
-            window = self.window
-        if window is None:
+        system, tool_tokens = count_fixed_tokens(system_message, tools, self.counter)
+        budget = WindowBudget.for_run(
+            llm=model,
+            window=self.window,
+            cfg=self.budget_config,
+            system_tokens=system,
+            tool_tokens=tool_tokens,
+        )
+        if budget is None:
             msg = (
                 "the model's window is unknown: pass window=... or use a model whose profile "
                 "states max_input_tokens"
             )
             raise ConfigError(msg)
-        system = _message_tokens([system_message], self.counter) if system_message else 0
-        return WindowBudget.from_window(
-            window,
-            cfg=self.budget_config,
-            max_output_tokens=max_output,
-            system_tokens=system,
-            tool_tokens=count_tool_tokens(tools, self.counter) if tools else 0,
-        )
+        return budget
 
     # -- assembling -----------------------------------------------------------------------
 
@@ -353,7 +371,7 @@ class WindowAssembler:
 
     def _turn_room(self, budget: WindowBudget, block: SystemMessage | None) -> int:
         """What the current turn may take: the ceiling minus the fixed parts and block."""
-        block_tokens = _message_tokens([block], self.counter) if block else 0
+        block_tokens = _message_tokens([block], self.counter)
         return budget.window - budget.output_reserve - budget.fixed - block_tokens - _REPLY_PRIMING
 
     def _needs_reduction(self, turn: list[BaseMessage], room: int) -> bool:
@@ -399,7 +417,7 @@ class WindowAssembler:
         self, budget: WindowBudget, block: SystemMessage | None, turn: list[BaseMessage]
     ) -> int:
         """Everything sent beside the history: fixed parts, the block and the current turn."""
-        block_tokens = _message_tokens([block], self.counter) if block else 0
+        block_tokens = _message_tokens([block], self.counter)
         return budget.fixed + block_tokens + _message_tokens(turn, self.counter)
 
     def _finish(
@@ -423,7 +441,7 @@ class WindowAssembler:
         counter = self.counter
         summary_tokens = _message_tokens(recap, counter)
         rest = [*stable, *rest]  # a system prompt kept in the messages counts as history
-        block_tokens = _message_tokens([block], counter) if block else 0
+        block_tokens = _message_tokens([block], counter)
         history_tokens = _message_tokens(rest, counter)
         turn_tokens = _message_tokens(turn, counter) + (_REPLY_PRIMING if messages else 0)
         ceiling = budget.window - budget.output_reserve
@@ -461,7 +479,8 @@ def _config_for(sources: Sequence[ContextSource]) -> ContextConfig:
     return ContextConfig(source_ratios=dict.fromkeys(names, 1 / len(names)), min_chunk_tokens=1)
 
 
-def _message_tokens(messages: Sequence[BaseMessage | None], counter: Any) -> int:  # noqa: ANN401
+def _message_tokens(messages: Sequence[BaseMessage | None], counter: TokenCounter) -> int:
+    """Tokens of the messages present (None skipped), without reply priming."""
     present = [m for m in messages if m is not None]
     return count_message_tokens(present, counter, reply_priming=False) if present else 0
 
