@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from langchain_contextkit import mmr
+from langchain_contextkit import _mmr_greedy, _mmr_matrix, mmr
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.mmr import MMRRanking, RetrievalResult, mmr_select
 
@@ -327,7 +327,7 @@ def test_float32_and_float64_inputs_give_the_same_picks():
 )
 def test_embedding_dtype_is_kept_or_made_float(embeddings, dtype):
     pool = [result(f"d{i}", 0.5, e) for i, e in enumerate(embeddings)]
-    matrix, inv_norm = mmr._embedding_matrix(pool, None)
+    matrix, inv_norm = _mmr_matrix.stacked_embeddings([c.embedding for c in pool])
     assert matrix.dtype == dtype
     assert inv_norm.dtype == dtype
     assert matrix.shape == (len(embeddings), 3)
@@ -587,7 +587,7 @@ def test_matches_reference_on_larger_inputs_with_ties(seed, lambda_):
 
 # Tiny blocks force the multi-block, fallback and full-matrix code paths on small inputs.
 BLOCK_SETTINGS = [
-    {"_MIN_BLOCK": mmr._MIN_BLOCK},  # the defaults
+    {"_MIN_BLOCK": _mmr_greedy._MIN_BLOCK},  # the defaults
     {
         "_MIN_BLOCK": 1,
         "_BLOCK_PER_PICK": 1,
@@ -619,7 +619,7 @@ def test_small_blocks_match_reference_on_random_vectors(block_settings, seed):
         for i, (s, row) in enumerate(zip(scores, matrix, strict=True))
     ]
     for lambda_ in (0.3, 0.7):
-        with mock.patch.multiple(mmr, **block_settings):
+        with mock.patch.multiple(_mmr_greedy, **block_settings):
             selected = mmr_select(candidates, top_k=30, lambda_=lambda_, dedup_threshold=0.9)
         expected = reference_mmr(candidates, top_k=30, lambda_=lambda_, dedup_threshold=0.9)
         assert [id(r) for r in selected] == [id(r) for r in expected]
@@ -669,7 +669,7 @@ def test_tie_between_a_stale_bound_and_the_best_exact_score():
 
 
 def check_against_reference(candidates, top_k, lambda_, threshold, block_settings):
-    with mock.patch.multiple(mmr, **block_settings):
+    with mock.patch.multiple(_mmr_greedy, **block_settings):
         selected = mmr_select(candidates, top_k=top_k, lambda_=lambda_, dedup_threshold=threshold)
 
     # Same picks, in the same order, as the plain incremental algorithm.
