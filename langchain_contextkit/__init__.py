@@ -50,7 +50,7 @@ if TYPE_CHECKING:
         trim_to_budget,
     )
     from langchain_contextkit.middleware import CompactionMiddleware, ContextKitMiddleware
-    from langchain_contextkit.mmr import RetrievalResult, mmr_select
+    from langchain_contextkit.mmr import RetrievalResult, mmr_indices, mmr_select
     from langchain_contextkit.notes import (
         FileNoteStore,
         Note,
@@ -156,6 +156,7 @@ _EXPORTS: dict[str, str] = {
     "count_tokens": "langchain_contextkit.tokens",
     "count_tool_tokens": "langchain_contextkit.tokens",
     "find_message_problems": "langchain_contextkit.messages",
+    "mmr_indices": "langchain_contextkit.mmr",
     "mmr_select": "langchain_contextkit.mmr",
     "reduce_agent": "langchain_contextkit.reducers",
     "reduce_plan": "langchain_contextkit.reducers",
@@ -235,6 +236,7 @@ __all__ = [
     "count_tokens",
     "count_tool_tokens",
     "find_message_problems",
+    "mmr_indices",
     "mmr_select",
     "reduce_agent",
     "reduce_plan",

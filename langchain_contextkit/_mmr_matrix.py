@@ -89,6 +89,8 @@ def checked_embedding_matrix(embeddings: npt.ArrayLike, n: int) -> tuple[FloatAr
     except (ValueError, TypeError) as error:  # ragged nested lists
         msg = f"embeddings must be a numeric matrix with one row per score: {error}"
         raise ConfigError(msg) from None
+    if n == 0 and raw.ndim == 1 and raw.size == 0:
+        raw = raw.reshape(0, 0)  # `[]`: the embeddings of an empty search result
     if raw.ndim != _MATRIX_NDIM or raw.shape[0] != n:
         msg = f"embeddings must have shape ({n}, d), one row per score; got shape {raw.shape}"
         raise ConfigError(msg)
@@ -149,7 +151,9 @@ def _as_float_matrix(matrix: npt.NDArray[Any]) -> FloatArray:
         return matrix
     if matrix.dtype == np.float16:
         return matrix.astype(np.float32)
-    return matrix.astype(np.float64)
+    # A long double beyond the float64 range becomes inf, which the row checks report.
+    with np.errstate(over="ignore"):
+        return matrix.astype(np.float64)
 
 
 def _with_inverse_norms(
@@ -173,9 +177,12 @@ def _with_inverse_norms(
     # underflows; all are rare and handled below without slowing down the common case.
     suspicious = np.flatnonzero(~((sq_norm >= finfo.tiny) & (sq_norm <= finfo.max / 4)))
     if suspicious.size and matrix.shape[1]:
-        if not owned:
-            matrix = matrix.copy()
-        _rescale_rows(matrix, sq_norm, suspicious, positions)
+        rows, scaled = _rescaled_rows(matrix, suspicious, positions)
+        if rows.size:
+            if not owned:
+                matrix = matrix.copy()
+            matrix[rows] = scaled
+            sq_norm[rows] = row_dots(scaled)
     with np.errstate(divide="ignore"):
         inv_norm: FloatArray = 1.0 / np.sqrt(sq_norm)
     inv_norm[sq_norm == 0] = 0.0
@@ -194,14 +201,17 @@ def row_dots(matrix: FloatArray) -> FloatArray:
     return result
 
 
-def _rescale_rows(
-    matrix: FloatArray, sq_norm: FloatArray, rows: IndexArray, positions: Sequence[int] | None
-) -> None:
+def _rescaled_rows(
+    matrix: FloatArray, rows: IndexArray, positions: Sequence[int] | None
+) -> tuple[IndexArray, FloatArray]:
     """Reject non-finite rows; rescale rows whose squared norm over- or underflows.
 
     Cosine similarity ignores a row's scale, so such rows are multiplied by a power of
     two (exact in binary floating point) that brings their largest entry near 1. All-zero
-    rows stay zero and get an inverse norm of 0. Updates `matrix` and `sq_norm` in place.
+    rows need nothing: they keep squared norm 0 and get an inverse norm of 0.
+
+    Returns:
+        The rows to replace (possibly none) and their rescaled values.
     """
     sub = matrix[rows]
     finite = np.isfinite(sub).all(axis=1)
@@ -212,10 +222,6 @@ def _rescale_rows(
         raise ConfigError(msg)
     largest = np.abs(sub).max(axis=1)
     nonzero = largest > 0
-    if not nonzero.any():
-        return
-    rows = rows[nonzero]
     exponent = np.frexp(largest[nonzero])[1]
     scaled = np.ldexp(sub[nonzero], -exponent[:, np.newaxis]).astype(matrix.dtype)
-    matrix[rows] = scaled
-    sq_norm[rows] = row_dots(scaled)
+    return rows[nonzero], scaled

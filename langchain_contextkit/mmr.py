@@ -26,6 +26,8 @@ for r in selected:
 
 The selection is a *lazy greedy* variant of the textbook incremental algorithm and picks
 exactly the same items; see `mmr_select` for how it avoids most similarity computations.
+`mmr_indices` is the same selection on a score vector and an embedding matrix (the
+inputs langchain-core's `maximal_marginal_relevance` takes), without copying the matrix.
 """
 
 from __future__ import annotations
@@ -252,9 +254,13 @@ def mmr_select(
     been compared with, so it is a lower bound, and the MMR score computed from it is an
     upper bound that can only fall. A candidate is compared with new picks only when its
     bound could still beat the best exact score, in vectorised batches. Picks come from a
-    block of the highest bounds, using the block's small Gram matrix, for as long as the
-    block's best score beats every bound outside it. The picks are exactly those of the
-    textbook algorithm, ties included.
+    block of the highest bounds, with similarities computed only among its members, for
+    as long as the block's best score beats every bound outside it. The picks are
+    exactly those of the textbook algorithm, ties included.
+
+    The embeddings are copied into one matrix first; with thousands of candidates that
+    copy costs more than the selection. When they already are one matrix (a vector
+    store's search result), `mmr_indices` takes it as it is.
 
     Embeddings of candidates merged away in step 1 are not inspected.
 
@@ -323,8 +329,8 @@ def mmr_indices(
     Args:
         scores: Relevance of each candidate, shape `(n,)`; higher is more relevant.
         embeddings: Row `i` is candidate `i`'s embedding, shape `(n, d)`. `None`: no
-            embeddings (every similarity is 0, so the picks come in score order).
-            Never modified.
+            embeddings (every similarity is 0, so with `lambda_ > 0` the picks come in
+            score order). Never modified.
         top_k: Maximum number of picks; `None` means no limit.
         lambda_: Weight of relevance against diversity, in [0, 1].
         dedup_threshold: Cosine similarity at or above which a candidate counts as a
@@ -461,7 +467,10 @@ def _checked_lambda(lambda_: object) -> float:
     if not isinstance(lambda_, numbers.Real):
         msg = f"lambda_ must be a number in [0, 1], got {lambda_!r}"
         raise ConfigError(msg)
-    lam = float(lambda_)
+    try:
+        lam = float(lambda_)
+    except OverflowError:  # an int too large for a float: far outside [0, 1] anyway
+        lam = math.nan
     if not 0.0 <= lam <= 1.0:  # also rejects NaN: every comparison with NaN is False
         msg = f"lambda_ must be in [0, 1], got {lambda_!r}"
         raise ConfigError(msg)
@@ -475,10 +484,13 @@ def _checked_top_k(top_k: object) -> int | None:
     if isinstance(top_k, bool):  # bool is an int subclass, but True is surely a mistake
         msg = f"top_k must be an int or None, got {top_k!r}"
         raise ConfigError(msg)
+    msg = f"top_k must be an int or None, got {type(top_k).__name__}: {top_k!r}"
     if not isinstance(top_k, SupportsIndex):  # int, numpy integers; not float or str
-        msg = f"top_k must be an int or None, got {type(top_k).__name__}: {top_k!r}"
         raise ConfigError(msg)
-    limit = operator.index(top_k)
+    try:
+        limit = operator.index(top_k)
+    except TypeError:  # has __index__ but refuses, e.g. a 0-d float array
+        raise ConfigError(msg) from None
     if limit < 0:
         msg = f"top_k must be >= 0 or None, got {limit}"
         raise ConfigError(msg)
@@ -490,7 +502,10 @@ def _checked_threshold(dedup_threshold: object) -> float:
     if not isinstance(dedup_threshold, numbers.Real):
         msg = f"dedup_threshold must be a number, got {dedup_threshold!r}"
         raise ConfigError(msg)
-    threshold = float(dedup_threshold)
+    try:
+        threshold = float(dedup_threshold)
+    except OverflowError:  # an int too large for a float: as good as infinity
+        threshold = -math.inf if dedup_threshold < 0 else math.inf
     if math.isnan(threshold):
         msg = "dedup_threshold must not be NaN"
         raise ConfigError(msg)
@@ -528,7 +543,8 @@ def _checked_score_array(scores: npt.ArrayLike) -> FloatArray:
     if raw is None or raw.ndim != 1 or raw.dtype.kind not in "biuf":
         msg = "scores must be a one-dimensional sequence of numbers"
         raise ConfigError(msg)
-    array: FloatArray = raw.astype(np.float64, copy=False)
+    with np.errstate(over="ignore"):  # long doubles beyond float64: inf, reported below
+        array: FloatArray = raw.astype(np.float64, copy=False)
     finite = np.isfinite(array)
     if not finite.all():
         bad = int(np.argmin(finite))

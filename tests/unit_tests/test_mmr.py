@@ -136,6 +136,13 @@ def test_docstring_examples_run_and_print_the_documented_lines(doc):
     assert "# Cats are great pets.\n# The Eiffel Tower is in Paris." in code
 
 
+def test_mmr_indices_docstring_example_prints_the_documented_picks(capsys):
+    code = textwrap.dedent(mmr.mmr_indices.__doc__.split("```python\n", 1)[1].split("```", 1)[0])
+    exec(code, {})  # noqa: S102 - our own docstring
+    assert capsys.readouterr().out == "[0, 2]\n"
+    assert "# [0, 2]" in code
+
+
 # --------------------------------------------------------------------------------------
 # Behaviour
 # --------------------------------------------------------------------------------------
@@ -603,6 +610,9 @@ BLOCK_SETTINGS = [
         "_GEMV_MAX_PICKS": 100,
     },
     {"_MIN_BLOCK": 4, "_BLOCK_PER_PICK": 1, "_MAX_BLOCK": 8},
+    # Batched similarity rows from the first pick of a block, batches of one and three.
+    {"_SINGLE_PICKS": 0, "_BATCH_PICKS": 1},
+    {"_MIN_BLOCK": 8, "_BLOCK_PER_PICK": 1, "_SINGLE_PICKS": 0, "_BATCH_PICKS": 3},
 ]
 
 

@@ -30,6 +30,7 @@ EXPECTED_ALL = {
     "count_message_tokens",
     "count_tokens",
     "count_tool_tokens",
+    "mmr_indices",
     "mmr_select",
     "tiktoken_counter",
     "with_data_boundary",
