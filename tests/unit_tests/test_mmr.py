@@ -610,9 +610,6 @@ BLOCK_SETTINGS = [
         "_GEMV_MAX_PICKS": 100,
     },
     {"_MIN_BLOCK": 4, "_BLOCK_PER_PICK": 1, "_MAX_BLOCK": 8},
-    # Batched similarity rows from the first pick of a block, batches of one and three.
-    {"_SINGLE_PICKS": 0, "_BATCH_PICKS": 1},
-    {"_MIN_BLOCK": 8, "_BLOCK_PER_PICK": 1, "_SINGLE_PICKS": 0, "_BATCH_PICKS": 3},
 ]
 
 
