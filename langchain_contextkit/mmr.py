@@ -526,9 +526,8 @@ def _checked_scores(candidates: Sequence[RetrievalResult]) -> FloatArray:
     if scores.ndim != 1:
         msg = "every candidate's score must be a single number"
         raise ConfigError(msg)
-    finite = np.isfinite(scores)
-    if not finite.all():
-        bad = int(np.argmin(finite))
+    bad = _first_non_finite(scores)
+    if bad is not None:
         msg = f"candidate {bad} has a non-finite score: {candidates[bad].score!r}"
         raise ConfigError(msg)
     return scores
@@ -545,12 +544,17 @@ def _checked_score_array(scores: npt.ArrayLike) -> FloatArray:
         raise ConfigError(msg)
     with np.errstate(over="ignore"):  # long doubles beyond float64: inf, reported below
         array: FloatArray = raw.astype(np.float64, copy=False)
-    finite = np.isfinite(array)
-    if not finite.all():
-        bad = int(np.argmin(finite))
+    bad = _first_non_finite(array)
+    if bad is not None:
         msg = f"score {bad} is not finite: {float(array[bad])}"
         raise ConfigError(msg)
     return array
+
+
+def _first_non_finite(values: FloatArray) -> int | None:
+    """Index of the first NaN or infinite value, or `None` when every value is finite."""
+    finite = np.isfinite(values)
+    return None if finite.all() else int(np.argmin(finite))
 
 
 def _is_number(value: object) -> bool:
