@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from langchain_contextkit._mmr_matrix import FloatArray, IndexArray
 
-__all__ = ["LazyGreedy", "lazy_greedy"]
+__all__ = ["LazyGreedy"]
 
 # Tuning. A refresh block larger than this fraction of all candidates is computed
 # against the whole embedding matrix: gathering that many rows into a temporary costs
@@ -65,6 +65,7 @@ class LazyGreedy:
         self.inv_norm = inv_norm
         self.limit = limit
         self.threshold = threshold
+        self.scores = scores
         self.weighted_score: FloatArray = lam * scores
         self.penalty_weight = 1.0 - lam
         self.max_sim: FloatArray = np.full(n, -1.0)
@@ -81,17 +82,22 @@ class LazyGreedy:
         self.expected_picks: int | None = None  # set by open-ended rankings
         self.full_threshold = max(1, int(n * _FULL_MATRIX_FRACTION))
 
-    def run(self, first: int) -> list[int]:
-        """Pick `first`, then the others; return all picks in order."""
-        return list(self.iter_picks(first))
+    def run(self) -> list[int]:
+        """Make every pick; return the picked row indices in pick order."""
+        return list(self.iter_picks())
 
-    def iter_picks(self, first: int) -> Iterator[int]:
-        """Pick `first`, then the others, yielding each pick as soon as it is made.
+    def iter_picks(self) -> Iterator[int]:
+        """Yield the picks in order, each as soon as it is made.
 
         A consumer may stop early: picks are computed only as far as they are pulled.
         """
+        # The first pick ignores lambda_: with nothing picked yet, relevance alone decides
+        # (`weighted_score` would too, except when lambda_ is 0).
+        first = int(np.argmax(self.scores))
         self._add_pick(first)
         yield first
+        if self.limit == 1:
+            return
         # Compare everyone with the first pick at once (one matrix-vector product). Bounds
         # from max_sim = -1 are so loose that the lazy refreshes would reach most
         # candidates anyway, in several smaller, slower batches (measured: up to 2x slower
@@ -288,21 +294,3 @@ def _clip_above(values: FloatArray) -> None:
     """
     # A bare ufunc: `np.clip` adds microseconds of dispatch, and this runs on every refresh.
     np.minimum(values, 1.0, out=values)
-
-
-def lazy_greedy(
-    scores: FloatArray,
-    matrix: FloatArray,
-    inv_norm: FloatArray,
-    *,
-    limit: int,
-    lam: float,
-    threshold: float,
-) -> list[int]:
-    """Run MMR and return the picked row indices in pick order."""
-    # The first pick ignores lambda_: with nothing picked yet, relevance alone decides.
-    first = int(np.argmax(scores))
-    if limit == 1:
-        return [first]
-    state = LazyGreedy(scores, matrix, inv_norm, limit=limit, lam=lam, threshold=threshold)
-    return state.run(first)

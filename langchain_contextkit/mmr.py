@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 import numpy as np
 from langchain_core.documents import Document
 
-from langchain_contextkit._mmr_greedy import LazyGreedy, lazy_greedy
+from langchain_contextkit._mmr_greedy import LazyGreedy
 
 # Imported at runtime (not under TYPE_CHECKING) so that `typing.get_type_hints` works on
 # `RetrievalResult`, as pydantic and schema generators need.
@@ -291,7 +291,7 @@ def mmr_select(
 
     pool, scores, matrix, inv_norm = _prepared(candidates)
     limit = len(pool) if limit is None else min(limit, len(pool))
-    picks = lazy_greedy(scores, matrix, inv_norm, limit=limit, lam=lam, threshold=threshold)
+    picks = LazyGreedy(scores, matrix, inv_norm, limit=limit, lam=lam, threshold=threshold).run()
     return [pool[i] for i in picks]
 
 
@@ -361,7 +361,8 @@ def mmr_indices(
     if n == 0:
         return []
     limit = n if limit is None else min(limit, n)
-    return lazy_greedy(score_array, matrix, inv_norm, limit=limit, lam=lam, threshold=threshold)
+    greedy = LazyGreedy(score_array, matrix, inv_norm, limit=limit, lam=lam, threshold=threshold)
+    return greedy.run()
 
 
 def _prepared(
@@ -439,7 +440,7 @@ class MMRRanking:
         n = len(self.candidates)
         self._state = LazyGreedy(scores, matrix, inv_norm, limit=n, lam=lam, threshold=threshold)
         self._state.expected_picks = _EXPECTED_PICKS
-        self._iterator = self._state.iter_picks(int(np.argmax(scores)))
+        self._iterator = self._state.iter_picks()
 
     @property
     def dropped(self) -> int:
