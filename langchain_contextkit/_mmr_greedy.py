@@ -55,28 +55,27 @@ class LazyGreedy:
         matrix: FloatArray,
         inv_norm: FloatArray,
         *,
-        limit: int,
+        limit: int | None,
         lam: float,
         threshold: float,
     ) -> None:
-        """Set up the state for picking at most `limit` candidates."""
+        """Set up the state for picking at most `limit` (`None`: all) of `n >= 1` rows."""
         n = scores.shape[0]
         self.matrix = matrix
         self.inv_norm = inv_norm
-        self.limit = limit
+        self.limit = n if limit is None else min(limit, n)
         self.threshold = threshold
         self.scores = scores
         self.weighted_score: FloatArray = lam * scores
         self.penalty_weight = 1.0 - lam
         self.max_sim: FloatArray = np.full(n, -1.0)
         self.compared: IndexArray = np.zeros(n, dtype=np.intp)
-        # Computed with the same expression as every later update, so a bound equals the
-        # exact score bit for bit once the candidate is up to date.
-        self.bound: FloatArray = self.weighted_score - self.penalty_weight * self.max_sim
+        # Filled by the comparison with the first pick (`_compare_all_with`).
+        self.bound: FloatArray = np.empty(n)
         # Pick indices in an array too, to gather the picks' rows for a refresh; the rows
         # are not copied at pick time, since most picks are made inside a block and many
         # candidates are never refreshed against them.
-        self.pick_array: IndexArray = np.empty(limit, dtype=np.intp)
+        self.pick_array: IndexArray = np.empty(self.limit, dtype=np.intp)
         self.picks: list[int] = []
         self.dropped = 0  # near-duplicates dropped so far
         self.expected_picks: int | None = None  # set by open-ended rankings

@@ -22,7 +22,6 @@ __all__ = [
     "FloatArray",
     "IndexArray",
     "checked_embedding_matrix",
-    "row_dots",
     "stacked_embeddings",
 ]
 
@@ -170,7 +169,7 @@ def _with_inverse_norms(
     Returns:
         The matrix (possibly a rescaled copy) and the inverse norms.
     """
-    sq_norm = row_dots(matrix)
+    sq_norm = _row_dots(matrix)
     finfo = np.finfo(matrix.dtype)
     # NaN fails both comparisons, so this one mask also catches NaN/inf values (their
     # squared norm is not finite), all-zero rows and rows whose squared norm overflows or
@@ -182,14 +181,14 @@ def _with_inverse_norms(
             if not owned:
                 matrix = matrix.copy()
             matrix[rows] = scaled
-            sq_norm[rows] = row_dots(scaled)
+            sq_norm[rows] = _row_dots(scaled)
     with np.errstate(divide="ignore"):
         inv_norm: FloatArray = 1.0 / np.sqrt(sq_norm)
     inv_norm[sq_norm == 0] = 0.0
     return matrix, inv_norm
 
 
-def row_dots(matrix: FloatArray) -> FloatArray:
+def _row_dots(matrix: FloatArray) -> FloatArray:
     """Squared norm of every row, without an `(n, d)` temporary."""
     vecdot = getattr(np, "vecdot", None)  # numpy >= 2.0; faster than einsum
     # Overflow to inf is expected for huge rows and handled by the caller: no warning.

@@ -290,7 +290,6 @@ def mmr_select(
         return []
 
     pool, scores, matrix, inv_norm = _prepared(candidates)
-    limit = len(pool) if limit is None else min(limit, len(pool))
     picks = LazyGreedy(scores, matrix, inv_norm, limit=limit, lam=lam, threshold=threshold).run()
     return [pool[i] for i in picks]
 
@@ -360,7 +359,6 @@ def mmr_indices(
         matrix, inv_norm = checked_embedding_matrix(embeddings, n)
     if n == 0:
         return []
-    limit = n if limit is None else min(limit, n)
     greedy = LazyGreedy(score_array, matrix, inv_norm, limit=limit, lam=lam, threshold=threshold)
     return greedy.run()
 
@@ -437,8 +435,7 @@ class MMRRanking:
             return
         self.candidates, scores, matrix, inv_norm = _prepared(candidates)
         self.merged = len(candidates) - len(self.candidates)
-        n = len(self.candidates)
-        self._state = LazyGreedy(scores, matrix, inv_norm, limit=n, lam=lam, threshold=threshold)
+        self._state = LazyGreedy(scores, matrix, inv_norm, limit=None, lam=lam, threshold=threshold)
         self._state.expected_picks = _EXPECTED_PICKS
         self._iterator = self._state.iter_picks()
 
