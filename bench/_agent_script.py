@@ -103,12 +103,19 @@ _CARRIERS = ("NordLink", "BlueRail", "Skyport Cargo", "Westwind Parcel")
 _STATUSES = ("open", "settled", "under review", "escalated", "closed")
 
 
-def record_text(record: str, section: str) -> str:
-    """About 400 tokens of ledger lines for one section of a record; never a fact line."""
+LONG_LINES = 11
+"""Ledger lines of a long tool result (about 400 tokens)."""
+
+SHORT_LINES = 2
+"""Ledger lines of a short tool result (about 110 tokens): a turn is then about 200 tokens."""
+
+
+def record_text(record: str, section: str, lines_count: int = LONG_LINES) -> str:
+    """`lines_count` ledger lines (about 35 tokens each) of one section; never a fact line."""
     # A string seed is hashed with SHA-512 by `random`, so the text is stable across runs.
     rng = random.Random(f"{record}/{section}")
     lines = [f"Record {record}, section {section}. Status: {rng.choice(_STATUSES)}."]
-    for line in range(1, 12):
+    for line in range(1, lines_count + 1):
         day = rng.randint(1, 28)
         month = rng.randint(1, 12)
         amount = rng.randint(1_000, 250_000) / 100
@@ -129,6 +136,12 @@ def record_text(record: str, section: str) -> str:
 def lookup_record(record_id: str, section: str = "summary") -> str:
     """Look up one section (summary, ledger or notes) of a customer record by its id."""
     return record_text(record_id, section)
+
+
+@tool(TOOL_NAME)
+def lookup_record_short(record_id: str, section: str = "summary") -> str:
+    """Look up one section (summary, ledger or notes) of a customer record by its id."""
+    return record_text(record_id, section, SHORT_LINES)
 
 
 # --- the system prompt -------------------------------------------------------------------

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,6 +22,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._checks import check_count, from_known_fields
+from langchain_contextkit._chunked_summary import run_async, run_sync, summary_requests
+from langchain_contextkit._recap_grid import WaterMarks, grid_cuts, prefix_digests
+from langchain_contextkit.budget import model_limits
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import (
     find_message_problems,
@@ -47,11 +51,12 @@ from langchain_contextkit.tokens import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Generator, Sequence
 
     from langchain_core.language_models import BaseChatModel
 
 __all__ = [
+    "DEFAULT_TRIGGER_TOKENS",
     "RECAP_ID_PREFIX",
     "AViewSummarize",
     "CompactionConfig",
@@ -70,12 +75,33 @@ recognised and its recap extended, not summarised as if it were a turn."""
 _REPLY_PRIMING = 3
 SummarizerKind = Literal["prefix", "callback", "llm", "extractive"]
 
-ViewSummarize = Callable[[list[BaseMessage], str], str]
+ViewSummarize = Callable[[list[BaseMessage], str], "str | None"]
 """`summarize_view(view, instruction) -> summary`: summarise a view in place (see
-`HistoryCompactor.compact_view`)."""
+`HistoryCompactor.compact_view`); None declines (the request would not fit the model)."""
 
-AViewSummarize = Callable[[list[BaseMessage], str], Awaitable[str]]
+AViewSummarize = Callable[[list[BaseMessage], str], Awaitable["str | None"]]
 """Async `ViewSummarize`."""
+
+
+class _SeedDefault(int):
+    """An int default that remembers the caller did not choose it.
+
+    `HistoryCompactor(trigger_tokens=2000)` is the user's choice and wins everywhere;
+    the same number left at its default lets an agent size compaction by its window.
+    """
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[type[_SeedDefault], tuple[int]]:
+        return (_SeedDefault, (int(self),))
+
+
+DEFAULT_TRIGGER_TOKENS: int = _SeedDefault(2000)
+"""The seed's standalone trigger. Left at it, a compactor in an agent is sized by the
+window's high- and low-water marks instead (see `HistoryCompactor`)."""
+
+_SUMMARY_SAFETY = 0.1
+"""Share of the summariser's window kept free for the estimator's error."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -95,8 +121,9 @@ class CompactionConfig:
     keep_recent: int = 4
     """Recent turns kept verbatim (at least)."""
 
-    trigger_tokens: int = 2000
-    """Compact only when the history takes more tokens than this."""
+    trigger_tokens: int = DEFAULT_TRIGGER_TOKENS
+    """Compact only when the history takes more tokens than this (standalone; left at
+    the default, an agent sizes compaction by its window)."""
 
     max_summary_tokens: int = 1000
     """Hard cap of the recap."""
@@ -119,8 +146,16 @@ class CompactionConfig:
                 raise ConfigError(msg)
 
     def to_dict(self) -> dict[str, Any]:
-        """The knobs as a plain dict (JSON- and YAML-friendly)."""
-        return dataclasses.asdict(self)
+        """The knobs as a plain dict (JSON- and YAML-friendly; every value stated)."""
+        return {
+            key: int(value) if isinstance(value, _SeedDefault) else value
+            for key, value in dataclasses.asdict(self).items()
+        }
+
+    @property
+    def sized_by_window(self) -> bool:
+        """True when `trigger_tokens` was left at its default (see `HistoryCompactor`)."""
+        return isinstance(self.trigger_tokens, _SeedDefault)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CompactionConfig:
@@ -145,15 +180,22 @@ class RunningSummary:
         last_id: Id of the last covered message, when it had one: a history that no
             longer matches (edited, or a different thread) is detected and the summary
             ignored rather than misapplied.
+        digest: A digest of the covered messages' content, when known (a window-sized
+            compaction records it): checked instead of `last_id`, so a caller that
+            re-sends the history with new ids still matches.
     """
 
     text: str
     covered: int
     last_id: str | None = None
+    digest: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict for graph state and checkpointers."""
-        return {"text": self.text, "covered": self.covered, "last_id": self.last_id}
+        data: dict[str, Any] = {"text": self.text, "covered": self.covered, "last_id": self.last_id}
+        if self.digest is not None:
+            data["digest"] = self.digest
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunningSummary:
@@ -169,7 +211,11 @@ class RunningSummary:
         if last_id is not None and not isinstance(last_id, str):
             msg = f"RunningSummary last_id must be a str or None, got {last_id!r}"
             raise ConfigError(msg)
-        return cls(text, covered, last_id)
+        digest = data.get("digest")
+        if digest is not None and not isinstance(digest, str):
+            msg = f"RunningSummary digest must be a str or None, got {digest!r}"
+            raise ConfigError(msg)
+        return cls(text, covered, last_id, digest)
 
     @classmethod
     def from_state(cls, stored: object) -> RunningSummary | None:
@@ -218,6 +264,13 @@ class _Plan:
     overhead: int
     view: list[BaseMessage]  # the view before this compaction, as the model saw it
     view_instruction: str
+    cap: int  # the recap's cap for this call
+    digest: str | None = None  # names pending[:cut] with what precedes it (sized plans)
+    summarizer_window: int | None = None  # the transcript summariser's window, when known
+
+    @property
+    def aged(self) -> list[BaseMessage]:
+        return self.pending[: self.cut]
 
 
 class HistoryCompactor:
@@ -240,7 +293,20 @@ class HistoryCompactor:
       into `compact` is recognised by its recap, so old turns are never re-read;
     - when the LLM (or the `summarize` callback) fails or returns empty text, the
       `ExtractiveSummarizer` writes the recap; when that finds nothing either, the history
-      comes back unchanged. An error text is never committed as a summary.
+      comes back unchanged. An error text is never committed as a summary;
+    - no summariser request exceeds the summariser's window (its profile, or
+      `summarizer_window`): a text too long for one request is summarised in chunks
+      (map), then the partial summaries are merged (reduce).
+
+    In an agent (`compact_view(..., room_tokens=...)`, as `ContextKitMiddleware`,
+    `CompactionMiddleware` and the graph nodes call it) a compactor whose `trigger_tokens`
+    was left at its default is sized by the window: it compacts when the history would
+    take more than `HIGH_WATER` (85%) of its room, down to about `LOW_WATER` (25%), with a
+    recap of at most `RECAP_SHARE` (10%) of the room. Its cuts are placed on a grid that
+    only depends on the history (see `_recap_grid`), so a caller that keeps no
+    checkpointer and re-sends the whole list gets the same cuts, and from this process's
+    memo of recaps the same recap, as one whose checkpointer keeps the running summary.
+    An explicit `trigger_tokens` keeps the seed's rule everywhere.
 
     Example (the seed's refund conversation):
         ```python
@@ -274,7 +340,7 @@ class HistoryCompactor:
         llm: BaseChatModel | None = None,
         *,
         keep_recent: int = 4,
-        trigger_tokens: int = 2000,
+        trigger_tokens: int = DEFAULT_TRIGGER_TOKENS,
         max_summary_tokens: int = 1000,
         summary_prompt: str | None = None,
         prompts: PromptRegistry | None = None,
@@ -282,6 +348,7 @@ class HistoryCompactor:
         target_tokens: int | None = None,
         require_human_first: bool = False,
         fallback: bool = True,
+        summarizer_window: int | None = None,
     ) -> None:
         """Configure the compactor.
 
@@ -298,6 +365,8 @@ class HistoryCompactor:
             require_human_first: The first non-system message must be human (Anthropic,
                 Gemini): the recap then goes in a human message when needed.
             fallback: Use the extractive summariser when the LLM or callback fails.
+            summarizer_window: The summariser's window in tokens, when its profile does
+                not state it: every summariser request is sized to fit it.
 
         Raises:
             ConfigError: On an out-of-range knob.
@@ -320,6 +389,10 @@ class HistoryCompactor:
         self._llm_summarizer: LLMSummarizer | None = (
             None if llm is None else summarizer_from_llm(llm, registry)
         )
+        if summarizer_window is not None:
+            check_count("summarizer_window", summarizer_window, minimum=1)
+        self.summarizer_window = summarizer_window
+        self._recaps = _RecapMemo()
 
     @classmethod
     def from_config(
@@ -369,6 +442,11 @@ class HistoryCompactor:
         return self.config.max_summary_tokens
 
     @property
+    def sized_by_window(self) -> bool:
+        """True when `trigger_tokens` was left at its default: an agent sizes it."""
+        return self.config.sized_by_window
+
+    @property
     def target_tokens(self) -> int:
         """What a compaction aims for (hysteresis)."""
         target = self.config.target_tokens
@@ -406,6 +484,8 @@ class HistoryCompactor:
         summarize_view: ViewSummarize | None = None,
         overhead_tokens: int = 0,
         ceiling_tokens: int | None = None,
+        room_tokens: int | None = None,
+        summarizer_window: int | None = None,
     ) -> CompactionResult:
         """Compute the view a model should see, extending `summary` when the trigger fires.
 
@@ -416,12 +496,19 @@ class HistoryCompactor:
             summarize_view: Tried first when given: `summarize_view(view, instruction)`
                 gets the current view unchanged (the request the model saw last, so a
                 provider's prompt cache still holds it) and an instruction to summarise
-                all but its last turns; it sends both, the instruction last. This keeps
-                the summary call cheap on cached providers (deepagents #5319).
+                all but its last turns; it sends both, the instruction last, or returns
+                None when that request would not fit the model. This keeps the summary
+                call cheap on cached providers (deepagents #5319).
             overhead_tokens: Tokens sent beside these messages (tool schemas, a system
                 prompt kept elsewhere): they count towards the trigger (langchain #34664).
             ceiling_tokens: A hard limit for the view plus overhead (the window minus the
                 output reserve). Going over it forces a compaction, even with few turns.
+            room_tokens: In an agent, the tokens this history may take in the window's
+                ledger (its trajectory budget, overhead excluded). A compactor whose
+                `trigger_tokens` was left at its default is then sized by it.
+            summarizer_window: The window of the model that writes recaps, when neither
+                `summarizer_window` at construction nor the LLM's profile states it (the
+                agent's window when the agent's model summarises).
 
         Returns:
             The view, the new running summary and what happened.
@@ -430,17 +517,18 @@ class HistoryCompactor:
             ContextWindowExceeded: When even one recent turn and the recap exceed
                 `ceiling_tokens` (the history itself is untouched).
         """
-        plan = self._plan(history, summary, overhead_tokens, ceiling_tokens)
+        plan = self._plan(history, summary, overhead_tokens, ceiling_tokens, room_tokens)
         if isinstance(plan, CompactionResult):
             return self._within(plan, ceiling_tokens)
-        attempts: list[tuple[SummarizerKind, Callable[[], str]]] = []
+        plan.summarizer_window = self._summarizer_window(summarizer_window)
+        attempts: list[tuple[SummarizerKind, Callable[[], str | None]]] = []
         if summarize_view is not None:
             view, instruction = plan.view, plan.view_instruction
             attempts.append(("prefix", lambda: summarize_view(view, instruction)))
         transcript = summarize or self._llm_summarizer
         if transcript is not None:
             kind: SummarizerKind = "callback" if summarize is not None else "llm"
-            attempts.append((kind, lambda: transcript(plan.text, plan.instruction)))
+            attempts.append((kind, lambda: run_sync(self._requests(plan), transcript)))
         if self.fallback or not attempts:
             attempts.append(("extractive", lambda: self.extractive(plan.text, plan.instruction)))
         error: str | None = None
@@ -450,6 +538,8 @@ class HistoryCompactor:
             except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost history
                 error = self._note_failure(kind, exc)
                 continue
+            if text is None and kind == "prefix":
+                continue  # declined: the in-place request would not fit the model
             result = self._finish(plan, text, kind, error, ceiling_tokens)
             if result is not None:
                 return result
@@ -465,20 +555,24 @@ class HistoryCompactor:
         asummarize_view: AViewSummarize | None = None,
         overhead_tokens: int = 0,
         ceiling_tokens: int | None = None,
+        room_tokens: int | None = None,
+        summarizer_window: int | None = None,
     ) -> CompactionResult:
         """Async `compact_view` with async callbacks (`asummarize`, `asummarize_view`)."""
-        plan = self._plan(history, summary, overhead_tokens, ceiling_tokens)
+        plan = self._plan(history, summary, overhead_tokens, ceiling_tokens, room_tokens)
         if isinstance(plan, CompactionResult):
             return self._within(plan, ceiling_tokens)
-        attempts: list[tuple[SummarizerKind, Callable[[], Awaitable[str]]]] = []
+        plan.summarizer_window = self._summarizer_window(summarizer_window)
+        attempts: list[tuple[SummarizerKind, Callable[[], Awaitable[str | None]]]] = []
         if asummarize_view is not None:
             view, instruction = plan.view, plan.view_instruction
             attempts.append(("prefix", lambda: asummarize_view(view, instruction)))
         if asummarize is not None:
-            attempts.append(("callback", lambda: asummarize(plan.text, plan.instruction)))
+            callback = asummarize
+            attempts.append(("callback", lambda: run_async(self._requests(plan), callback)))
         elif self._llm_summarizer is not None:
             llm = self._llm_summarizer
-            attempts.append(("llm", lambda: llm.asummarize(plan.text, plan.instruction)))
+            attempts.append(("llm", lambda: run_async(self._requests(plan), llm.asummarize)))
         if self.fallback or not attempts:
             extractive = self.extractive
             attempts.append(
@@ -491,11 +585,44 @@ class HistoryCompactor:
             except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost history
                 error = self._note_failure(kind, exc)
                 continue
+            if text is None and kind == "prefix":
+                continue  # declined: the in-place request would not fit the model
             result = self._finish(plan, text, kind, error, ceiling_tokens)
             if result is not None:
                 return result
             error = self._note_failure(kind, None)
         return self._within(self._unchanged(plan, error), ceiling_tokens)
+
+    # -- summariser requests ----------------------------------------------------------
+
+    def _summarizer_window(self, given: int | None) -> int | None:
+        """The transcript summariser's window: set here, its profile's, else the caller's."""
+        if self.summarizer_window is not None:
+            return self.summarizer_window
+        stated = model_limits(self.llm)[0] if self.llm is not None else None
+        return stated if stated is not None else given
+
+    def _requests(self, plan: _Plan) -> Generator[list[tuple[str, str]], list[str], str]:
+        """The summariser requests for `plan`: one when it fits, else map-reduce."""
+        blocks = [render_transcript([message]) for message in plan.aged]
+        window = plan.summarizer_window
+        if window is None:
+            limit, cap = 10**12, plan.cap  # no window known: one request, as written
+        else:
+            usable = int(window * (1 - _SUMMARY_SAFETY))
+            instruction = self.prompts.extend_instruction(max_tokens=plan.cap)
+            framing = self.token_counter(self.prompts.with_data_boundary(instruction, "")) + 16
+            # A merge request holds two summaries and answers with one: three caps at least.
+            cap = max(1, min(plan.cap, (usable - framing) // 4))
+            limit = usable - framing - cap
+        return summary_requests(
+            blocks,
+            plan.previous,
+            limit=max(1, limit),
+            cap=cap,
+            prompts=self.prompts,
+            counter=self.token_counter,
+        )
 
     # -- internals ------------------------------------------------------------------------
 
@@ -549,7 +676,10 @@ class HistoryCompactor:
         summary: RunningSummary | None,
         overhead: int,
         ceiling: int | None,
+        room: int | None = None,
     ) -> _Plan | CompactionResult:
+        if room is not None and self.sized_by_window:
+            return self._plan_sized(history, summary, overhead, ceiling, room)
         system, rest, previous = self._split_recap(history)
         covered = 0
         if previous is None and summary is not None:
@@ -624,6 +754,131 @@ class HistoryCompactor:
             overhead,
             view,
             view_instruction,
+            cap=limit,
+        )
+
+    def marks(self, room: int) -> WaterMarks:
+        """The high- and low-water marks of a history room of `room` tokens (sized mode)."""
+        marks = WaterMarks.for_room(room, max_summary_tokens=self.max_summary_tokens)
+        target = self.config.target_tokens
+        if target is not None and target < marks.high:
+            marks = dataclasses.replace(marks, low=target)
+        return marks
+
+    def _summary_in_force(
+        self, summary: RunningSummary, rest: Sequence[BaseMessage], digests: Sequence[str] | None
+    ) -> tuple[str | None, int]:
+        """The state's summary and what it covers, or nothing when it does not match."""
+        if _summary_fits(summary, rest, digests):
+            return summary.text, summary.covered
+        logger.warning(
+            "running summary (covering %d messages) does not match this history; ignoring it",
+            summary.covered,
+        )
+        return None, 0
+
+    def _latest_known(self, cuts: Sequence[int], digests: Sequence[str]) -> tuple[str, int] | None:
+        """A recap this process already made for the latest possible cut, and that cut.
+
+        A caller that re-sends the whole list and keeps no state gets the same text, so
+        the same prefix, as the call that made it.
+        """
+        for cut in reversed(cuts):
+            known = self._recaps.get(digests[cut])
+            if known is not None:
+                return known, cut
+        return None
+
+    def _plan_sized(
+        self,
+        history: Sequence[BaseMessage],
+        summary: RunningSummary | None,
+        overhead: int,
+        ceiling: int | None,
+        room: int,
+    ) -> _Plan | CompactionResult:
+        """Plan a window-sized compaction: cuts on the history's own grid (module docs)."""
+        system, rest, previous = self._split_recap(history)
+        marks = self.marks(room)
+        costs = message_costs(rest, self.token_counter)
+        starts = unit_starts(rest)
+        # A recap inside the list (a compacted list fed back) has no content address.
+        digests = prefix_digests(rest) if previous is None else None
+        base = 0
+        if previous is None and summary is not None:
+            previous, base = self._summary_in_force(summary, rest, digests)
+        heading = count_message_tokens(
+            [SystemMessage(self.prompts.heading("recap"))], self.token_counter, reply_priming=False
+        )
+        fixed = self._tokens(system, 0) + (0 if system else _REPLY_PRIMING) + marks.recap + heading
+        limit = None if ceiling is None else ceiling - overhead
+
+        def cuts_from(start: int, min_units: int) -> list[int]:
+            return grid_cuts(
+                costs,
+                starts,
+                base=start,
+                fixed=fixed,
+                marks=marks,
+                min_units=min_units,
+                limit=limit,
+            )
+
+        cuts = cuts_from(base, self.keep_recent)
+        end = cuts[-1] if cuts else base
+        if limit is not None and fixed + sum(costs[end:]) > limit:
+            cuts += cuts_from(end, 1)  # the window wins over keep_recent for this call
+        if digests is not None:
+            known = self._latest_known(cuts, digests)
+            if known is not None:
+                previous, base = known
+                cuts = [c for c in cuts if c > base]
+        target = cuts[-1] if cuts else base
+        pending = rest[base:]
+        view = self._view(system, previous, base, pending)
+        before = self._tokens(view, overhead)
+        current = None
+        if previous is not None:
+            current = RunningSummary(
+                previous,
+                base,
+                _last_id(rest, base),
+                None if digests is None else digests[base],
+            )
+        if target == base:
+            return CompactionResult(
+                view,
+                current,
+                compacted=False,
+                summarizer=None,
+                tokens_before=before,
+                tokens_after=before,
+            )
+        cut = target - base
+        transcript = render_transcript(pending[:cut])
+        if previous is None:
+            text, instruction = transcript, self.prompts.summary_instruction(max_tokens=marks.recap)
+        else:
+            text = compose_extension(previous, transcript)
+            instruction = self.prompts.extend_instruction(max_tokens=marks.recap)
+        view_instruction = self.prompts.view_summary_instruction(
+            max_tokens=marks.recap, keep_last=len(pending) - cut
+        )
+        return _Plan(
+            system,
+            pending,
+            base,
+            previous,
+            current,
+            cut,
+            text,
+            instruction,
+            before,
+            overhead,
+            view,
+            view_instruction,
+            cap=marks.recap,
+            digest=None if digests is None else digests[target],
         )
 
     def _finish(
@@ -637,7 +892,7 @@ class HistoryCompactor:
         """Commit a summary; None when the summariser gave nothing usable."""
         if not isinstance(text, str) or not text.strip():
             return None
-        recap = truncate_to_tokens(text.strip(), self.max_summary_tokens, self.token_counter)
+        recap = truncate_to_tokens(text.strip(), plan.cap, self.token_counter)
         if not any(ch.isalnum() for ch in recap):
             return None  # nothing but an ellipsis or punctuation: a placeholder, not a summary
         covered = plan.covered + plan.cut
@@ -658,8 +913,12 @@ class HistoryCompactor:
             )
             raise ContextWindowExceeded(msg, required=after, budget=ceiling)
         last_id = plan.pending[plan.cut - 1].id
-        summary = RunningSummary(recap, covered, last_id if isinstance(last_id, str) else None)
+        summary = RunningSummary(
+            recap, covered, last_id if isinstance(last_id, str) else None, plan.digest
+        )
         _assert_no_new_problems(plan.pending, view, require_human_first=self.require_human_first)
+        if plan.digest is not None:
+            self._recaps.put(plan.digest, recap)
         return CompactionResult(
             view,
             summary,
@@ -745,13 +1004,45 @@ def _is_recap(message: BaseMessage) -> bool:
     return isinstance(message.id, str) and message.id.startswith(RECAP_ID_PREFIX)
 
 
-def _summary_fits(summary: RunningSummary, rest: Sequence[BaseMessage]) -> bool:
+def _summary_fits(
+    summary: RunningSummary, rest: Sequence[BaseMessage], digests: Sequence[str] | None = None
+) -> bool:
     """Whether `summary` can describe the first `summary.covered` messages of `rest`."""
     if summary.covered > len(rest):
         return False
+    if summary.digest is not None and digests is not None:
+        return digests[summary.covered] == summary.digest
     if summary.covered == 0 or summary.last_id is None:
         return True
     return rest[summary.covered - 1].id == summary.last_id
+
+
+def _last_id(rest: Sequence[BaseMessage], covered: int) -> str | None:
+    last = rest[covered - 1].id if covered else None
+    return last if isinstance(last, str) else None
+
+
+class _RecapMemo:
+    """Recaps by the digest of what they cover: bounded, shared across threads."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._items: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> str | None:
+        with self._lock:
+            text = self._items.get(digest)
+            if text is not None:
+                self._items.move_to_end(digest)
+            return text
+
+    def put(self, digest: str, text: str) -> None:
+        with self._lock:
+            self._items[digest] = text
+            self._items.move_to_end(digest)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
 
 
 def _assert_no_new_problems(

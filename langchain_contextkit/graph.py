@@ -25,7 +25,12 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
 from langchain_contextkit._checks import check_count
-from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
+from langchain_contextkit.budget import (
+    ContextConfig,
+    WindowBudget,
+    WindowBudgetConfig,
+    model_limits,
+)
 from langchain_contextkit.compaction import CompactionResult, HistoryCompactor, RunningSummary
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.reducers import (
@@ -147,7 +152,10 @@ def compaction_node(
     if mode not in ("view", "replace"):
         msg = f"mode must be 'view' or 'replace', got {mode!r}."
         raise ConfigError(msg)
-    overhead, ceiling = _fixed_costs(compactor, model, tools, system_prompt, budget_config)
+    overhead, ceiling, room = _fixed_costs(compactor, model, tools, system_prompt, budget_config)
+    # The node's model writes no recap itself, but when it is also the compactor's LLM its
+    # window sizes the summariser's requests (the compactor's own profile wins).
+    summarizer_window = model_limits(model)[0] if model is not None else None
 
     def summary_of(state: Mapping[str, Any]) -> RunningSummary | None:
         return RunningSummary.from_state(state.get(summary_key)) if mode == "view" else None
@@ -166,6 +174,8 @@ def compaction_node(
             summary=summary_of(state),
             overhead_tokens=overhead,
             ceiling_tokens=ceiling,
+            room_tokens=room,
+            summarizer_window=summarizer_window,
         )
         return update(result)
 
@@ -175,6 +185,8 @@ def compaction_node(
             summary=summary_of(state),
             overhead_tokens=overhead,
             ceiling_tokens=ceiling,
+            room_tokens=room,
+            summarizer_window=summarizer_window,
         )
         return update(result)
 
@@ -187,10 +199,15 @@ def _fixed_costs(
     tools: Sequence[Any],
     system_prompt: str | None,
     budget_config: WindowBudgetConfig | None,
-) -> tuple[int, int | None]:
-    """Tokens sent beside the messages, and the hard ceiling (None without a window)."""
+) -> tuple[int, int | None, int | None]:
+    """Tokens sent beside the messages, the hard ceiling and the messages' room.
+
+    The ceiling and the room are None without a window.
+    """
     budget, fixed = _run_budget(model, tools, system_prompt, budget_config, compactor.token_counter)
-    return fixed, None if budget is None else budget.window - budget.output_reserve
+    if budget is None:
+        return fixed, None, None
+    return fixed, budget.window - budget.output_reserve, budget.spendable
 
 
 def _run_budget(

@@ -12,7 +12,7 @@ stays byte-stable between compactions.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -35,15 +35,13 @@ from langchain_contextkit.budget import (
     model_limits,
 )
 from langchain_contextkit.compaction import (
-    AViewSummarize,
     CompactionResult,
     HistoryCompactor,
     RunningSummary,
-    ViewSummarize,
 )
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.summarizers import SUMMARY_CONFIG
-from langchain_contextkit.tokens import count_fixed_tokens
+from langchain_contextkit.tokens import count_fixed_tokens, count_message_tokens
 from langchain_contextkit.window import (
     WindowAssembler,
     WindowAssembly,
@@ -72,6 +70,65 @@ __all__ = [
 
 SUMMARY_KEY = "contextkit_summary"
 """The agent-state key that holds the running summary (a `RunningSummary.to_dict()`)."""
+
+
+class InPlaceSummary:
+    """A recap written by the agent's own request plus the instruction (prompt-cached).
+
+    The summary call sends the system prompt, the tool schemas (bound with
+    ``tool_choice="none"``) and the view the model saw last, then the instruction: the
+    provider's prompt cache serves nearly all of its input. It declines (returns None)
+    when that request would not fit the window minus the output reserve, and the
+    compactor then summarises the transcript, in chunks when needed.
+    """
+
+    def __init__(
+        self,
+        compactor: HistoryCompactor,
+        request: ModelRequest[Any],
+        budget: WindowBudget | None,
+    ) -> None:
+        """Bind the compactor's model to one agent request."""
+        self.compactor = compactor
+        self.request = request
+        self.ceiling = None if budget is None else budget.window - budget.output_reserve
+        self.fixed = 0 if budget is None else budget.fixed
+
+    def _call(
+        self, view: list[BaseMessage], instruction: str
+    ) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]] | None:
+        llm = self.compactor.llm
+        if llm is None:
+            return None
+        messages = [*view, HumanMessage(instruction)]
+        if self.ceiling is not None:
+            size = self.fixed + count_message_tokens(messages, self.compactor.token_counter)
+            if size > self.ceiling:
+                return None
+        model: Runnable[Any, BaseMessage] = llm
+        if self.request.tools:
+            try:
+                model = llm.bind_tools(self.request.tools, tool_choice="none")
+            except (NotImplementedError, TypeError, ValueError):
+                model = llm  # no tools bound: the prefix differs, the summary still works
+        system = [self.request.system_message] if self.request.system_message else []
+        return model, [*system, *messages]
+
+    def summarize(self, view: list[BaseMessage], instruction: str) -> str | None:
+        """`ViewSummarize`: the recap, or None when the request would not fit."""
+        call = self._call(view, instruction)
+        if call is None:
+            return None
+        model, messages = call
+        return model.invoke(messages, config=SUMMARY_CONFIG).text
+
+    async def asummarize(self, view: list[BaseMessage], instruction: str) -> str | None:
+        """Async `summarize`."""
+        call = self._call(view, instruction)
+        if call is None:
+            return None
+        model, messages = call
+        return (await model.ainvoke(messages, config=SUMMARY_CONFIG)).text
 
 
 class CompactionState(AgentState[Any]):
@@ -168,6 +225,13 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
     def _summary(request: ModelRequest[Any]) -> RunningSummary | None:
         return RunningSummary.from_state(request.state.get(SUMMARY_KEY))
 
+    def _in_place(
+        self, request: ModelRequest[Any], budget: WindowBudget | None
+    ) -> InPlaceSummary | None:
+        if not self.summarize_in_place or self.compactor.llm is None:
+            return None
+        return InPlaceSummary(self.compactor, request, budget)
+
     @staticmethod
     def _respond(
         result: CompactionResult, response: ModelResponse[Any]
@@ -177,41 +241,6 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
         update = {SUMMARY_KEY: result.summary.to_dict()}
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
-    def _summary_request(
-        self, request: ModelRequest[Any], view: list[BaseMessage], instruction: str
-    ) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
-        """The model and messages of an in-place summary call (same prefix as the agent's)."""
-        llm = self.compactor.llm
-        assert llm is not None  # noqa: S101 - only called when there is one
-        model: Runnable[Any, BaseMessage] = llm
-        if request.tools:
-            try:
-                model = llm.bind_tools(request.tools, tool_choice="none")
-            except (NotImplementedError, TypeError, ValueError):
-                model = llm  # no tools bound: the prefix differs, the summary still works
-        system = [request.system_message] if request.system_message else []
-        return model, [*system, *view, HumanMessage(instruction)]
-
-    def _view_summarizer(self, request: ModelRequest[Any]) -> ViewSummarize | None:
-        if not self.summarize_in_place or self.compactor.llm is None:
-            return None
-
-        def summarize(view: list[BaseMessage], instruction: str) -> str:
-            model, messages = self._summary_request(request, view, instruction)
-            return model.invoke(messages, config=SUMMARY_CONFIG).text
-
-        return summarize
-
-    def _aview_summarizer(self, request: ModelRequest[Any]) -> AViewSummarize | None:
-        if not self.summarize_in_place or self.compactor.llm is None:
-            return None
-
-        async def summarize(view: list[BaseMessage], instruction: str) -> str:
-            model, messages = self._summary_request(request, view, instruction)
-            return (await model.ainvoke(messages, config=SUMMARY_CONFIG)).text
-
-        return summarize
-
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
@@ -219,12 +248,15 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Send the compacted view instead of the whole history."""
         overhead, budget = self._ledger(request)
+        in_place = self._in_place(request, budget)
         result = self.compactor.compact_view(
             request.messages,
             summary=self._summary(request),
-            summarize_view=self._view_summarizer(request),
+            summarize_view=None if in_place is None else in_place.summarize,
             overhead_tokens=overhead,
             ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
+            room_tokens=None if budget is None else budget.spendable,
+            summarizer_window=None if budget is None else budget.window,
         )
         response = handler(request.override(messages=cast("list[AnyMessage]", result.messages)))
         return self._respond(result, response)
@@ -236,12 +268,15 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
         overhead, budget = self._ledger(request)
+        in_place = self._in_place(request, budget)
         result = await self.compactor.acompact_view(
             request.messages,
             summary=self._summary(request),
-            asummarize_view=self._aview_summarizer(request),
+            asummarize_view=None if in_place is None else in_place.asummarize,
             overhead_tokens=overhead,
             ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
+            room_tokens=None if budget is None else budget.spendable,
+            summarizer_window=None if budget is None else budget.window,
         )
         response = await handler(
             request.override(messages=cast("list[AnyMessage]", result.messages))
@@ -316,12 +351,15 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         reduce_trajectory: bool = True,
         keep_recent_steps: int = 3,
         ledger_size: int = 50,
+        summarize_in_place: bool = True,
     ) -> None:
         """Configure the middleware.
 
         Args:
             window: The model's window; default: the model's profile at each call.
-            compactor: Compacts old turns (default `HistoryCompactor()`, extractive).
+            compactor: Compacts old turns (default `HistoryCompactor()`, extractive;
+                `for_model` gives it the agent's model). Left at its default trigger, it
+                is sized by the window's ledger.
             sources: Retrieval sources for the block.
             note_store: When given, a `NoteSource` over it joins the sources.
             context_config: MMR and per-source ratios of the block.
@@ -329,10 +367,12 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             reduce_trajectory: Reduce an overlong tool loop of the current turn.
             keep_recent_steps: Tool steps of the current turn kept verbatim.
             ledger_size: How many calls' ledgers state keeps.
+            summarize_in_place: When the compactor has an LLM, ask it for the recap with
+                the agent's own request plus the instruction (served from the prompt
+                cache), when that fits the window; the transcript summary otherwise.
 
         Raises:
-            ConfigError: When `ledger_size` < 1, or sources meet a `require_human_first`
-                compactor.
+            ConfigError: When `ledger_size` < 1.
         """
         super().__init__()
         check_count("ledger_size", ledger_size, minimum=1)
@@ -347,6 +387,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             keep_recent_steps=keep_recent_steps,
         )
         self.ledger_size = ledger_size
+        self.summarize_in_place = summarize_in_place
 
     @classmethod
     def for_model(
@@ -354,18 +395,32 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         model: BaseChatModel,
         *,
         fallback_window: int | None = None,
+        summaries: Literal["model", "extractive"] = "model",
         **kwargs: Any,  # noqa: ANN401 - the other constructor arguments
     ) -> ContextKitMiddleware:
-        """Build for `model`: its profile's window and output limit pin the ledger.
+        """Build for `model`: its window sizes everything, and it writes the recaps.
+
+        What this gives with nothing else said: the ledger from the profile's window and
+        output limit; history compacted only when it would take more than 85% of its
+        room, down to about 25% (rare compactions, each freeing room for many turns; see
+        `HistoryCompactor`); recaps written by `model` in place (the agent's own request
+        plus the instruction, served from the provider's prompt cache), with the
+        extractive recap as the fallback when that call fails or returns nothing.
 
         Args:
             model: The agent's chat model.
             fallback_window: The window to use when the profile does not say.
+            summaries: ``"model"`` (default) writes recaps with `model`; ``"extractive"``
+                makes no LLM calls of its own. Ignored when `compactor=` is given.
             **kwargs: Any other constructor argument.
 
         Raises:
-            ConfigError: When the window is unknown and no `fallback_window` is given.
+            ConfigError: When the window is unknown and no `fallback_window` is given, or
+                `summaries` is not one of the two.
         """
+        if summaries not in ("model", "extractive"):
+            msg = f"summaries must be 'model' or 'extractive', got {summaries!r}"
+            raise ConfigError(msg)
         window, max_output = model_limits(model)
         window = window or fallback_window
         if window is None:
@@ -380,6 +435,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 budget_config,
                 desired_output_tokens=min(budget_config.desired_output_tokens, max_output),
             )
+        if kwargs.get("compactor") is None:
+            kwargs["compactor"] = HistoryCompactor(model if summaries == "model" else None)
         return cls(window=window, budget_config=budget_config, **kwargs)
 
     def _state(self, request: ModelRequest[Any]) -> tuple[RunningSummary | None, list[Any]]:
@@ -388,14 +445,35 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         return summary, list(ledgers) if isinstance(ledgers, list) else []
 
     def _respond(
-        self, assembly: WindowAssembly, ledgers: list[Any], response: ModelResponse[Any]
+        self,
+        request: ModelRequest[Any],
+        assembly: WindowAssembly,
+        ledgers: list[Any],
+        response: ModelResponse[Any],
     ) -> ExtendedModelResponse[Any]:
         update: dict[str, Any] = {
             LEDGER_KEY: with_ledger(ledgers, assembly.ledger, self.ledger_size)
         }
-        if assembly.compaction.compacted and assembly.summary is not None:
-            update[SUMMARY_KEY] = assembly.summary.to_dict()
+        if assembly.summary is not None:
+            stored = assembly.summary.to_dict()
+            if stored != request.state.get(SUMMARY_KEY):
+                update[SUMMARY_KEY] = stored
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def _prepare(
+        self, request: ModelRequest[Any]
+    ) -> tuple[WindowBudget, InPlaceSummary | None, RunningSummary | None, list[Any]]:
+        summary, ledgers = self._state(request)
+        budget = self.assembler.budget_for(
+            model=request.model, system_message=request.system_message, tools=request.tools
+        )
+        compactor = self.assembler.compactor
+        in_place = (
+            InPlaceSummary(compactor, request, budget)
+            if self.summarize_in_place and compactor.llm is not None
+            else None
+        )
+        return budget, in_place, summary, ledgers
 
     def wrap_model_call(
         self,
@@ -403,7 +481,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ExtendedModelResponse[Any]:
         """Send the assembled request instead of the raw history."""
-        summary, ledgers = self._state(request)
+        budget, in_place, summary, ledgers = self._prepare(request)
         assembly = self.assembler.assemble(
             request.messages,
             system_message=request.system_message,
@@ -411,9 +489,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             model=request.model,
             summary=summary,
             call=next_call_number(ledgers),
+            summarize_view=None if in_place is None else in_place.summarize,
+            budget=budget,
         )
         response = handler(request.override(messages=cast("list[AnyMessage]", assembly.messages)))
-        return self._respond(assembly, ledgers, response)
+        return self._respond(request, assembly, ledgers, response)
 
     async def awrap_model_call(
         self,
@@ -421,7 +501,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
-        summary, ledgers = self._state(request)
+        budget, in_place, summary, ledgers = self._prepare(request)
         assembly = await self.assembler.aassemble(
             request.messages,
             system_message=request.system_message,
@@ -429,8 +509,10 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             model=request.model,
             summary=summary,
             call=next_call_number(ledgers),
+            asummarize_view=None if in_place is None else in_place.asummarize,
+            budget=budget,
         )
         response = await handler(
             request.override(messages=cast("list[AnyMessage]", assembly.messages))
         )
-        return self._respond(assembly, ledgers, response)
+        return self._respond(request, assembly, ledgers, response)

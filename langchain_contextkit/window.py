@@ -7,12 +7,18 @@ configured sources within `rag_budget`, then fits the conversation into what is 
 
 - the *current turn* (the latest human message and the agent's work on it) stays, and a
   long tool loop inside it is reduced with `reduce_agent` (the question is its task);
-- the *history* before it is compacted by `HistoryCompactor` (running summary kept);
+- the *history* before it is compacted by `HistoryCompactor` (running summary kept),
+  sized by the ledger: the history's room is the trajectory budget, and a compactor left
+  at its default trigger compacts at the room's high-water mark down to its low one;
 
-and lays the request out cache-first: the stable system prompt (and tool schemas, sent
-beside), then the running summary, then the retrieval block, then recent turns, then
-the current turn last (seed 004's golden positions). Every call's ledger says where each
-token went; the request never exceeds the window minus the output reserve, or
+and lays the request out cache-first: `[system][recap][older turns verbatim][retrieval
+block][current turn]`. Everything before the retrieval block changes only when a
+compaction does, so each request extends the previous one byte for byte up to its
+dynamic tail, and the provider's prompt cache serves it; the block sits next to the
+question it was retrieved for, and the question stays last (seed 004's golden
+positions). The block is a human message: Anthropic rejects, and Gemini hoists, a system
+message in the middle of a conversation. Every call's ledger says where each token went;
+the request never exceeds the window minus the output reserve, or
 `ContextWindowExceeded` is raised and nothing is sent.
 """
 
@@ -32,9 +38,11 @@ from langchain_contextkit.budget import (
 from langchain_contextkit.builder import ContextBuilder
 from langchain_contextkit.compaction import (
     RECAP_ID_PREFIX,
+    AViewSummarize,
     CompactionResult,
     HistoryCompactor,
     RunningSummary,
+    ViewSummarize,
 )
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import find_message_problems, split_system
@@ -203,7 +211,7 @@ class WindowAssembler:
             [*history, HumanMessage("And after 40 days?")],
             system_message=SystemMessage("Be brief."),
         )
-        print(result.messages[0].text.splitlines()[0], "|", result.messages[-1].text)
+        print(result.messages[-2].text.splitlines()[0], "|", result.messages[-1].text)
         # [Knowledge] | And after 40 days?
         assert result.ledger.prompt <= 2000 - result.ledger.output_reserve
         ```
@@ -223,9 +231,6 @@ class WindowAssembler:
     ) -> None:
         """Configure the assembler.
 
-        Raises:
-            ConfigError: When sources are combined with a `require_human_first` compactor.
-
         Args:
             window: The model's window; default: read from the model's profile per call.
             compactor: Compacts the history before the current turn (default
@@ -244,11 +249,6 @@ class WindowAssembler:
         self.sources = list(sources)
         if note_store is not None:
             self.sources.append(NoteSource(name="notes", store=note_store))
-        if self.sources and self.compactor.require_human_first:
-            # The block is a system message after the recap; a human recap would put a
-            # system message after a human one, which such providers reject.
-            msg = "retrieval sources cannot be combined with require_human_first compaction"
-            raise ConfigError(msg)
         self.budget_config = budget_config or WindowBudgetConfig()
         self.reduce_trajectory = reduce_trajectory
         self.keep_recent_steps = keep_recent_steps
@@ -305,17 +305,23 @@ class WindowAssembler:
         model: object = None,
         summary: RunningSummary | None = None,
         call: int = 1,
+        summarize_view: ViewSummarize | None = None,
+        budget: WindowBudget | None = None,
     ) -> WindowAssembly:
         """Lay out one model call (sync). See `aassemble`."""
-        budget = self.budget_for(model=model, system_message=system_message, tools=tools)
+        if budget is None:
+            budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         history, turn = _split_turn(_without_blocks(messages))
         block = self._block(turn, budget)
         turn_view, reduced = self._fit_turn(turn, budget, block)
         compaction = self.compactor.compact_view(
             history,
             summary=summary,
+            summarize_view=summarize_view,
             overhead_tokens=self._overhead(budget, block, turn_view),
             ceiling_tokens=budget.window - budget.output_reserve,
+            room_tokens=self.history_room(budget),
+            summarizer_window=budget.window,
         )
         return self._finish(budget, compaction, block, turn_view, reduced=reduced, call=call)
 
@@ -328,6 +334,8 @@ class WindowAssembler:
         model: object = None,
         summary: RunningSummary | None = None,
         call: int = 1,
+        asummarize_view: AViewSummarize | None = None,
+        budget: WindowBudget | None = None,
     ) -> WindowAssembly:
         """Lay out one model call: the messages to send after the system message.
 
@@ -338,38 +346,50 @@ class WindowAssembler:
             model: The chat model (its profile gives the window when `window` is None).
             summary: The running summary so far.
             call: The call's number, for the ledger.
+            asummarize_view: Writes a recap in place (`HistoryCompactor.acompact_view`);
+                `assemble` takes the sync `summarize_view`.
+            budget: The call's ledger when the caller has already computed it
+                (`budget_for` with the same arguments).
 
         Raises:
             ContextWindowExceeded: When the fixed parts and the current question alone do
                 not fit the window minus the output reserve.
         """
-        budget = self.budget_for(model=model, system_message=system_message, tools=tools)
+        if budget is None:
+            budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         history, turn = _split_turn(_without_blocks(messages))
         block = await self._ablock(turn, budget)
         turn_view, reduced = await self._afit_turn(turn, budget, block)
         compaction = await self.compactor.acompact_view(
             history,
             summary=summary,
+            asummarize_view=asummarize_view,
             overhead_tokens=self._overhead(budget, block, turn_view),
             ceiling_tokens=budget.window - budget.output_reserve,
+            room_tokens=self.history_room(budget),
+            summarizer_window=budget.window,
         )
         return self._finish(budget, compaction, block, turn_view, reduced=reduced, call=call)
 
+    def history_room(self, budget: WindowBudget) -> int:
+        """What the conversation may take: the trajectory budget (the block's share kept)."""
+        return budget.trajectory_budget(rag_in_scope=self.builder is None)
+
     # -- parts ----------------------------------------------------------------------------
 
-    def _block(self, turn: list[BaseMessage], budget: WindowBudget) -> SystemMessage | None:
+    def _block(self, turn: list[BaseMessage], budget: WindowBudget) -> HumanMessage | None:
         if self.builder is None or not turn or budget.rag_budget <= 0:
             return None
         report = self.builder.build_block_report(_query(turn), budget=budget.rag_budget)
         return _block_message(report.text)
 
-    async def _ablock(self, turn: list[BaseMessage], budget: WindowBudget) -> SystemMessage | None:
+    async def _ablock(self, turn: list[BaseMessage], budget: WindowBudget) -> HumanMessage | None:
         if self.builder is None or not turn or budget.rag_budget <= 0:
             return None
         report = await self.builder.abuild_block_report(_query(turn), budget=budget.rag_budget)
         return _block_message(report.text)
 
-    def _turn_room(self, budget: WindowBudget, block: SystemMessage | None) -> int:
+    def _turn_room(self, budget: WindowBudget, block: HumanMessage | None) -> int:
         """What the current turn may take: the ceiling minus the fixed parts and block."""
         block_tokens = _message_tokens([block], self.counter)
         return budget.window - budget.output_reserve - budget.fixed - block_tokens - _REPLY_PRIMING
@@ -382,10 +402,13 @@ class WindowAssembler:
 
     def _recap_room(self, room: int) -> int:
         """Room kept for the history's recap: a full one, but at most a quarter of `room`."""
-        return min(self.compactor.max_summary_tokens + 16, room // 4)
+        cap = self.compactor.max_summary_tokens
+        if self.compactor.sized_by_window:
+            cap = self.compactor.marks(max(1, room)).recap
+        return min(cap + 16, room // 4)
 
     def _fit_turn(
-        self, turn: list[BaseMessage], budget: WindowBudget, block: SystemMessage | None
+        self, turn: list[BaseMessage], budget: WindowBudget, block: HumanMessage | None
     ) -> tuple[list[BaseMessage], bool]:
         room = self._turn_room(budget, block)
         if not self._needs_reduction(turn, room):
@@ -396,7 +419,7 @@ class WindowAssembler:
         return reduced, True
 
     async def _afit_turn(
-        self, turn: list[BaseMessage], budget: WindowBudget, block: SystemMessage | None
+        self, turn: list[BaseMessage], budget: WindowBudget, block: HumanMessage | None
     ) -> tuple[list[BaseMessage], bool]:
         room = self._turn_room(budget, block)
         if not self._needs_reduction(turn, room):
@@ -414,7 +437,7 @@ class WindowAssembler:
         )
 
     def _overhead(
-        self, budget: WindowBudget, block: SystemMessage | None, turn: list[BaseMessage]
+        self, budget: WindowBudget, block: HumanMessage | None, turn: list[BaseMessage]
     ) -> int:
         """Everything sent beside the history: fixed parts, the block and the current turn."""
         block_tokens = _message_tokens([block], self.counter)
@@ -424,7 +447,7 @@ class WindowAssembler:
         self,
         budget: WindowBudget,
         compaction: CompactionResult,
-        block: SystemMessage | None,
+        block: HumanMessage | None,
         turn: list[BaseMessage],
         *,
         reduced: bool,
@@ -435,9 +458,9 @@ class WindowAssembler:
         recap = [m for m in system if _is_recap(m)]
         if rest and _is_recap(rest[0]):  # a recap in a human message (require_human_first)
             recap, rest = [rest[0]], rest[1:]
-        # Cache-first: stable system messages, the summary, the retrieval block, recent
-        # turns, then the current turn.
-        messages = [*stable, *recap, *([block] if block else []), *rest, *turn]
+        # Cache-first: stable system messages, the summary and older turns (byte-stable
+        # between compactions), then the dynamic tail: the block, the current turn last.
+        messages = [*stable, *recap, *rest, *([block] if block else []), *turn]
         counter = self.counter
         summary_tokens = _message_tokens(recap, counter)
         rest = [*stable, *rest]  # a system prompt kept in the messages counts as history
@@ -502,8 +525,10 @@ def _query(turn: Sequence[BaseMessage]) -> str:
     return turn[0].text if turn else ""
 
 
-def _block_message(text: str) -> SystemMessage | None:
-    return SystemMessage(text, id=RETRIEVAL_ID) if text.strip() else None
+def _block_message(text: str) -> HumanMessage | None:
+    # A human message: providers accept it anywhere before the question (a system
+    # message mid-conversation is rejected by Anthropic and hoisted by Gemini).
+    return HumanMessage(text, id=RETRIEVAL_ID) if text.strip() else None
 
 
 def _is_recap(message: BaseMessage) -> bool:

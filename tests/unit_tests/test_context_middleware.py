@@ -118,14 +118,16 @@ def test_every_call_is_laid_out_cache_first_under_the_ledger() -> None:
             == window
         )
         assert find_message_problems(request) == []
-        # Cache-first layout: system prompt, (recap), retrieval block, history, current turn.
+        # Cache-first layout: system prompt, (recap), history, retrieval block, current turn.
         assert request[0].text == SYSTEM
         kinds = [m.id for m in request]
         block_at = kinds.index(RETRIEVAL_ID)
-        assert all(isinstance(m, SystemMessage) for m in request[: block_at + 1])
         last_human = max(i for i, m in enumerate(request) if isinstance(m, HumanMessage))
         assert request[last_human].text.startswith("Turn ")
-        assert block_at < last_human
+        # The block is the dynamic tail's head: right before the question it was built for.
+        assert block_at == last_human - 1
+        assert isinstance(request[block_at], HumanMessage)
+        assert not any(isinstance(m, SystemMessage) for m in request[block_at:])
         assert "svc restart ingest" in request[block_at].text
     assert any(entry["compacted"] for entry in ledgers)
     # The stored history is complete.
@@ -212,11 +214,8 @@ def test_unknown_window_and_bad_settings_are_refused() -> None:
     assert ContextKitMiddleware.for_model(model, fallback_window=8000).assembler.window == 8000
     with pytest.raises(ConfigError, match="ledger_size"):
         ContextKitMiddleware(ledger_size=0)
-    with pytest.raises(ConfigError, match="require_human_first"):
-        WindowAssembler(
-            sources=[CallableSource("rag", runbook)],
-            compactor=HistoryCompactor(require_human_first=True),
-        )
+    with pytest.raises(ConfigError, match="summaries"):
+        ContextKitMiddleware.for_model(model, fallback_window=8000, summaries="llm")  # type: ignore[arg-type]
     agent = create_agent(model, middleware=[ContextKitMiddleware()])
     with pytest.raises(ConfigError, match="window"):
         agent.invoke({"messages": [HumanMessage("hi")]})

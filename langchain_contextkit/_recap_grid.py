@@ -1,0 +1,142 @@
+"""Where a window-sized compaction cuts: a grid fixed by the history alone.
+
+In an agent, compaction is sized by the window (high- and low-water marks of the history's
+room). A cut chosen as "keep the tail that fits the low mark" depends on the moment the
+trigger fired, so a caller that keeps no checkpointer (and re-sends the whole list) would
+get a different cut, hence a different recap and a broken prompt cache, on every call.
+
+Here each cut is placed from the previous one alone: it advances by at most the distance
+between the marks, to the last unit boundary that fits. Whether the k-th cut is in force
+only depends on how long the history is, so the cuts (and with a deterministic summariser
+the recaps) are one function of the message list: the same for a stateless caller as for
+one whose checkpointer kept the running summary, and byte-stable between two cuts.
+
+Prefix digests name "the first n messages" by content (not by id, which a caller that
+round-trips through JSON loses), so a recap can be found again for the same prefix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from bisect import bisect_right
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import TYPE_CHECKING
+
+from langchain_core.messages import AIMessage, ToolMessage
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_core.messages import BaseMessage
+
+__all__ = ["HIGH_WATER", "LOW_WATER", "RECAP_SHARE", "WaterMarks", "grid_cuts", "prefix_digests"]
+
+HIGH_WATER = 0.92
+"""Compact when the history would take more than this share of its room."""
+
+LOW_WATER = 0.10
+"""... and then down to about this share (the recap's reserve included)."""
+
+RECAP_SHARE = 0.10
+"""The recap's cap, as a share of the room (never above `max_summary_tokens`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WaterMarks:
+    """The marks of one history room, in tokens of the history's view."""
+
+    high: int
+    """Compaction fires when the view (recap at its cap, older turns) is above this."""
+
+    low: int
+    """A compaction brings the view down to about this."""
+
+    recap: int
+    """The recap's cap; reserved in full when the trigger is checked."""
+
+    @classmethod
+    def for_room(cls, room: int, *, max_summary_tokens: int) -> WaterMarks:
+        """The default marks of a room of `room` tokens."""
+        recap = max(1, min(max_summary_tokens, int(room * RECAP_SHARE)))
+        high = max(1, int(room * HIGH_WATER))
+        low = min(high - 1, max(recap, int(room * LOW_WATER)))
+        return cls(high=high, low=max(0, low), recap=recap)
+
+
+def grid_cuts(
+    costs: Sequence[int],
+    starts: Sequence[int],
+    *,
+    base: int,
+    fixed: int,
+    marks: WaterMarks,
+    min_units: int,
+    limit: int | None = None,
+) -> list[int]:
+    """The cuts in force after `base` for a history of `len(costs)` messages.
+
+    Args:
+        costs: Tokens of each message (after the system prefix and any recap).
+        starts: Unit starts of those messages (`unit_starts`).
+        base: Messages already covered by the summary in force.
+        fixed: Tokens of the view that do not move with the cut (system prefix, reply
+            priming, the recap at its cap).
+        marks: The high and low marks.
+        min_units: Units the tail always keeps (a cut never passes them).
+        limit: The view must also stay within this (a hard ceiling for this call, for
+            forced cuts); None for the marks alone.
+
+    Returns:
+        Increasing message indices, each a unit start after `base` (empty: nothing to do).
+    """
+    total = sum(costs)
+    prefix = [0, *accumulate(costs)]
+    at = [prefix[u] for u in starts]  # tokens before each unit start (non-decreasing)
+    if min_units <= 0:
+        keep_from = len(costs)
+    else:
+        keep_from = starts[-min_units] if min_units <= len(starts) else 0
+    step = max(1, marks.high - marks.low)
+    cuts: list[int] = []
+    cut = base
+    while True:
+        view = fixed + total - prefix[cut]
+        if view <= marks.high and (limit is None or view <= limit):
+            return cuts
+        first = bisect_right(starts, cut)
+        if first >= len(starts):
+            return cuts
+        # The next cut depends on this one alone; a unit larger than the step still
+        # moves it (by that one unit).
+        fitting = bisect_right(at, prefix[cut] + step, lo=first) - 1
+        following = starts[max(fitting, first)]
+        if following > keep_from:
+            # It would take the last `min_units` units: wait until the history has grown
+            # past it, rather than cut short at a point that depends on the history's end.
+            return cuts
+        cuts.append(following)
+        cut = following
+
+
+def _fingerprint(message: BaseMessage) -> bytes:
+    """What a provider is sent of a message, canonically; ids left out on purpose."""
+    calls = (
+        [[c["name"], c["args"], c.get("id")] for c in message.tool_calls]
+        if isinstance(message, AIMessage)
+        else []
+    )
+    call_id = message.tool_call_id if isinstance(message, ToolMessage) else None
+    data = [message.type, message.content, calls, call_id]
+    return json.dumps(data, sort_keys=True, default=str, ensure_ascii=False).encode()
+
+
+def prefix_digests(messages: Sequence[BaseMessage]) -> list[str]:
+    """`digests[n]` names `messages[:n]` by content (`digests[0]` is the empty prefix)."""
+    digests = [""]
+    state = hashlib.blake2b(digest_size=16)
+    for message in messages:
+        state.update(hashlib.blake2b(_fingerprint(message), digest_size=16).digest())
+        digests.append(state.copy().hexdigest())
+    return digests
