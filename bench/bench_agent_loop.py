@@ -225,7 +225,7 @@ def run(
                     messages = state["messages"]
                 else:
                     state = agent.invoke({"messages": [question]}, config)
-            except openai.APIStatusError as exc:  # noqa: PERF203 - one verdict per turn
+            except openai.APIStatusError as exc:
                 failed.append((turn, f"{type(exc).__name__}: {exc.message}"))
                 continue
             compactions += sum(
@@ -245,7 +245,9 @@ def run(
         turns=turns,
         seconds=seconds,
         # Ours records each compaction in its ledger; the anchor's are its summary calls.
-        compactions=compactions if isinstance(middleware, ContextKitMiddleware) else summariser_calls,
+        compactions=compactions
+        if isinstance(middleware, ContextKitMiddleware)
+        else summariser_calls,
         lines_count=lines_count,
     )
 
@@ -305,8 +307,10 @@ def check(window: int, runs: Sequence[RunResult], anchor_run: RunResult | None) 
                 lines.append(
                     (
                         ratio <= UNCACHED_RATIO_TARGET,
-                        f"{r.label}: uncached {r.uncached:,} = {ratio:.2f}x the anchor's "
-                        f"{anchor_run.uncached:,} (target <= {UNCACHED_RATIO_TARGET}x)",
+                        (
+                            f"{r.label}: uncached {r.uncached:,} = {ratio:.2f}x the anchor's "
+                            f"{anchor_run.uncached:,} (target <= {UNCACHED_RATIO_TARGET}x)"
+                        ),
                     )
                 )
             facts = len(script.FACTS)

@@ -163,9 +163,7 @@ def run_sync(requests: Requests, summarize: Callable[[str, str], str]) -> str:
             return cast("str", stop.value)
 
 
-async def run_async(
-    requests: Requests, asummarize: Callable[[str, str], Awaitable[str]]
-) -> str:
+async def run_async(requests: Requests, asummarize: Callable[[str, str], Awaitable[str]]) -> str:
     """Answer each batch concurrently (a few at a time); the final recap."""
     gate = asyncio.Semaphore(_MAX_CONCURRENCY)
 

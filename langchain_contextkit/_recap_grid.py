@@ -27,11 +27,19 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import AIMessage, ToolMessage
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from langchain_core.messages import BaseMessage
 
-__all__ = ["HIGH_WATER", "LOW_WATER", "RECAP_SHARE", "WaterMarks", "grid_cuts", "prefix_digests"]
+__all__ = [
+    "HIGH_WATER",
+    "LOW_WATER",
+    "RECAP_SHARE",
+    "WaterMarks",
+    "grid_cuts",
+    "grid_points",
+    "prefix_digests",
+]
 
 HIGH_WATER = 0.92
 """Compact when the history would take more than this share of its room."""
@@ -65,6 +73,47 @@ class WaterMarks:
         return cls(high=high, low=max(0, low), recap=recap)
 
 
+def grid_points(
+    costs: Sequence[int],
+    starts: Sequence[int],
+    *,
+    base: int,
+    marks: WaterMarks,
+    min_units: int,
+    settled: bool = True,
+) -> Iterator[int]:
+    """Every place the grid may cut after `base`, in order (whether in force or not).
+
+    Each point depends on the one before it alone: it advances by at most the distance
+    between the marks, to the last unit start that fits, and a unit larger than that
+    still moves it by that one unit. The points stop before the last `min_units` units,
+    and (when `settled`) before a point that later messages could still move: one whose
+    step reaches past the end of the history.
+    """
+    prefix = [0, *accumulate(costs)]
+    at = [prefix[u] for u in starts]  # tokens before each unit start (non-decreasing)
+    if min_units <= 0:
+        keep_from = len(costs)
+    else:
+        keep_from = starts[-min_units] if min_units <= len(starts) else 0
+    step = max(1, marks.high - marks.low)
+    cut = base
+    while True:
+        first = bisect_right(starts, cut)
+        if first >= len(starts):
+            return
+        fitting = bisect_right(at, prefix[cut] + step, lo=first) - 1
+        if settled and fitting >= first and prefix[cut] + step >= prefix[-1]:
+            return  # a unit start yet to come could still fit the step
+        following = starts[max(fitting, first)]
+        if following > keep_from:
+            # It would take the last `min_units` units: wait until the history has grown
+            # past it, rather than cut short at a point that depends on the history's end.
+            return
+        yield following
+        cut = following
+
+
 def grid_cuts(
     costs: Sequence[int],
     starts: Sequence[int],
@@ -74,8 +123,12 @@ def grid_cuts(
     marks: WaterMarks,
     min_units: int,
     limit: int | None = None,
+    settled: bool = True,
 ) -> list[int]:
-    """The cuts in force after `base` for a history of `len(costs)` messages.
+    """The grid's cuts in force after `base` for a history of `len(costs)` messages.
+
+    A cut is in force once the view from the cut before it is over the high mark (or
+    over `limit`); it only depends on how long the history is, never on when a call saw it.
 
     Args:
         costs: Tokens of each message (after the system prefix and any recap).
@@ -87,37 +140,30 @@ def grid_cuts(
         min_units: Units the tail always keeps (a cut never passes them).
         limit: The view must also stay within this (a hard ceiling for this call, for
             forced cuts); None for the marks alone.
+        settled: Only cuts that later messages cannot move (see `grid_points`); False
+            when this call must fit whatever the grid's future.
 
     Returns:
         Increasing message indices, each a unit start after `base` (empty: nothing to do).
     """
     total = sum(costs)
     prefix = [0, *accumulate(costs)]
-    at = [prefix[u] for u in starts]  # tokens before each unit start (non-decreasing)
-    if min_units <= 0:
-        keep_from = len(costs)
-    else:
-        keep_from = starts[-min_units] if min_units <= len(starts) else 0
-    step = max(1, marks.high - marks.low)
-    cuts: list[int] = []
-    cut = base
-    while True:
+
+    def over(cut: int) -> bool:
         view = fixed + total - prefix[cut]
-        if view <= marks.high and (limit is None or view <= limit):
-            return cuts
-        first = bisect_right(starts, cut)
-        if first >= len(starts):
-            return cuts
-        # The next cut depends on this one alone; a unit larger than the step still
-        # moves it (by that one unit).
-        fitting = bisect_right(at, prefix[cut] + step, lo=first) - 1
-        following = starts[max(fitting, first)]
-        if following > keep_from:
-            # It would take the last `min_units` units: wait until the history has grown
-            # past it, rather than cut short at a point that depends on the history's end.
-            return cuts
-        cuts.append(following)
-        cut = following
+        return view > marks.high or (limit is not None and view > limit)
+
+    cuts: list[int] = []
+    if not over(base):
+        return cuts
+    points = grid_points(
+        costs, starts, base=base, marks=marks, min_units=min_units, settled=settled
+    )
+    for cut in points:
+        cuts.append(cut)
+        if not over(cut):
+            break
+    return cuts
 
 
 def _fingerprint(message: BaseMessage) -> bytes:

@@ -267,10 +267,17 @@ class _Plan:
     cap: int  # the recap's cap for this call
     digest: str | None = None  # names pending[:cut] with what precedes it (sized plans)
     summarizer_window: int | None = None  # the transcript summariser's window, when known
+    # Sized plans: the grid's cuts inside pending[:cut] (the last is `cut`), each with the
+    # digest of what it covers; a chain of recaps walks them in order.
+    cuts: tuple[int, ...] = ()
+    cut_digests: tuple[str | None, ...] = ()
 
-    @property
-    def aged(self) -> list[BaseMessage]:
-        return self.pending[: self.cut]
+    def epochs(self) -> list[tuple[int, int, str | None]]:
+        """`(start, end, digest)` of each epoch in pending: one, unless the grid has more."""
+        if not self.cuts:
+            return [(0, self.cut, self.digest)]
+        starts = (0, *self.cuts[:-1])
+        return list(zip(starts, self.cuts, self.cut_digests, strict=True))
 
 
 class HistoryCompactor:
@@ -522,15 +529,17 @@ class HistoryCompactor:
             return self._within(plan, ceiling_tokens)
         plan.summarizer_window = self._summarizer_window(summarizer_window)
         attempts: list[tuple[SummarizerKind, Callable[[], str | None]]] = []
-        if summarize_view is not None:
+        if summarize_view is not None and len(plan.epochs()) == 1:
+            # In place only for one epoch: a chain of several is summarised epoch by epoch,
+            # so that its recap is the same whichever call (or process) makes it.
             view, instruction = plan.view, plan.view_instruction
             attempts.append(("prefix", lambda: summarize_view(view, instruction)))
         transcript = summarize or self._llm_summarizer
         if transcript is not None:
             kind: SummarizerKind = "callback" if summarize is not None else "llm"
-            attempts.append((kind, lambda: run_sync(self._requests(plan), transcript)))
+            attempts.append((kind, lambda: self._chain(plan, transcript)))
         if self.fallback or not attempts:
-            attempts.append(("extractive", lambda: self.extractive(plan.text, plan.instruction)))
+            attempts.append(("extractive", lambda: self._chain(plan, self.extractive, sized=False)))
         error: str | None = None
         for kind, attempt in attempts:
             try:
@@ -564,19 +573,21 @@ class HistoryCompactor:
             return self._within(plan, ceiling_tokens)
         plan.summarizer_window = self._summarizer_window(summarizer_window)
         attempts: list[tuple[SummarizerKind, Callable[[], Awaitable[str | None]]]] = []
-        if asummarize_view is not None:
+        if asummarize_view is not None and len(plan.epochs()) == 1:
+            # In place only for one epoch: a chain of several is summarised epoch by epoch,
+            # so that its recap is the same whichever call (or process) makes it.
             view, instruction = plan.view, plan.view_instruction
             attempts.append(("prefix", lambda: asummarize_view(view, instruction)))
         if asummarize is not None:
             callback = asummarize
-            attempts.append(("callback", lambda: run_async(self._requests(plan), callback)))
+            attempts.append(("callback", lambda: self._achain(plan, callback)))
         elif self._llm_summarizer is not None:
             llm = self._llm_summarizer
-            attempts.append(("llm", lambda: run_async(self._requests(plan), llm.asummarize)))
+            attempts.append(("llm", lambda: self._achain(plan, llm.asummarize)))
         if self.fallback or not attempts:
             extractive = self.extractive
             attempts.append(
-                ("extractive", lambda: extractive.asummarize(plan.text, plan.instruction))
+                ("extractive", lambda: self._achain(plan, extractive.asummarize, sized=False))
             )
         error: str | None = None
         for kind, attempt in attempts:
@@ -602,12 +613,48 @@ class HistoryCompactor:
         stated = model_limits(self.llm)[0] if self.llm is not None else None
         return stated if stated is not None else given
 
-    def _requests(self, plan: _Plan) -> Generator[list[tuple[str, str]], list[str], str]:
-        """The summariser requests for `plan`: one when it fits, else map-reduce."""
-        blocks = [render_transcript([message]) for message in plan.aged]
-        window = plan.summarizer_window
+    def _chain(self, plan: _Plan, summarize: Summarize, *, sized: bool = True) -> str:
+        """The recap after every epoch of `plan`, each extending the one before."""
+        previous = plan.previous
+        for start, end, digest in plan.epochs():
+            requests = self._requests(plan, plan.pending[start:end], previous, sized=sized)
+            previous = self._epoch_recap(run_sync(requests, summarize), plan.cap, digest, end, plan)
+        return previous or ""
+
+    async def _achain(self, plan: _Plan, asummarize: ASummarize, *, sized: bool = True) -> str:
+        """Async `_chain`."""
+        previous = plan.previous
+        for start, end, digest in plan.epochs():
+            requests = self._requests(plan, plan.pending[start:end], previous, sized=sized)
+            text = await run_async(requests, asummarize)
+            previous = self._epoch_recap(text, plan.cap, digest, end, plan)
+        return previous or ""
+
+    def _epoch_recap(self, text: str, cap: int, digest: str | None, end: int, plan: _Plan) -> str:
+        """An intermediate epoch's recap, capped and remembered; the last one is returned."""
+        if end == plan.cut:
+            return text  # `_finish` checks, caps and remembers the final recap
+        if not text.strip():
+            msg = "the summariser returned no text"
+            raise ValueError(msg)
+        recap = truncate_to_tokens(text.strip(), cap, self.token_counter)
+        if digest is not None:
+            self._recaps.put(digest, recap)
+        return recap
+
+    def _requests(
+        self,
+        plan: _Plan,
+        aged: Sequence[BaseMessage],
+        previous: str | None,
+        *,
+        sized: bool,
+    ) -> Generator[list[tuple[str, str]], list[str], str]:
+        """The summariser requests for one epoch: one when it fits, else map-reduce."""
+        blocks = [render_transcript([message]) for message in aged]
+        window = plan.summarizer_window if sized else None
         if window is None:
-            limit, cap = 10**12, plan.cap  # no window known: one request, as written
+            limit, cap = 10**12, plan.cap  # no window to fit: one request, as written
         else:
             usable = int(window * (1 - _SUMMARY_SAFETY))
             instruction = self.prompts.extend_instruction(max_tokens=plan.cap)
@@ -617,7 +664,7 @@ class HistoryCompactor:
             limit = usable - framing - cap
         return summary_requests(
             blocks,
-            plan.previous,
+            previous,
             limit=max(1, limit),
             cap=cap,
             prompts=self.prompts,
@@ -807,32 +854,36 @@ class HistoryCompactor:
         base = 0
         if previous is None and summary is not None:
             previous, base = self._summary_in_force(summary, rest, digests)
+        if digests is not None:
+            # A recap this process made for a later point (a caller that re-sends the whole
+            # list and keeps no state): any unit start, as a call whose turn did not fit
+            # may have cut off the grid (forced), and its checkpointed twin went on from there.
+            known = self._latest_known([u for u in starts if u > base], digests)
+            if known is not None:
+                previous, base = known
         heading = count_message_tokens(
             [SystemMessage(self.prompts.heading("recap"))], self.token_counter, reply_priming=False
         )
         fixed = self._tokens(system, 0) + (0 if system else _REPLY_PRIMING) + marks.recap + heading
         limit = None if ceiling is None else ceiling - overhead
 
-        def cuts_from(start: int, min_units: int) -> list[int]:
+        def cuts_from(start: int, *, forced: bool) -> list[int]:
             return grid_cuts(
                 costs,
                 starts,
                 base=start,
                 fixed=fixed,
                 marks=marks,
-                min_units=min_units,
+                min_units=1 if forced else self.keep_recent,
                 limit=limit,
+                settled=not forced,
             )
 
-        cuts = cuts_from(base, self.keep_recent)
+        cuts = cuts_from(base, forced=False)
         end = cuts[-1] if cuts else base
         if limit is not None and fixed + sum(costs[end:]) > limit:
-            cuts += cuts_from(end, 1)  # the window wins over keep_recent for this call
-        if digests is not None:
-            known = self._latest_known(cuts, digests)
-            if known is not None:
-                previous, base = known
-                cuts = [c for c in cuts if c > base]
+            # The window wins over keep_recent and the grid's settling for this call.
+            cuts += cuts_from(end, forced=True)
         target = cuts[-1] if cuts else base
         pending = rest[base:]
         view = self._view(system, previous, base, pending)
@@ -879,6 +930,8 @@ class HistoryCompactor:
             view_instruction,
             cap=marks.recap,
             digest=None if digests is None else digests[target],
+            cuts=tuple(c - base for c in cuts),
+            cut_digests=tuple(None if digests is None else digests[c] for c in cuts),
         )
 
     def _finish(
