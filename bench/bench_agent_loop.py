@@ -1,8 +1,8 @@
 """The front door, measured: untuned `ContextKitMiddleware.for_model(model)` next to langchain's.
 
-    python bench/bench_agent_loop.py                 # windows 8,000 and 128,000, 60 turns
-    python bench/bench_agent_loop.py --window 8000   # one window
-    python bench/bench_agent_loop.py --turns 100 --long-results   # the 400-token tool results
+    python bench/bench_agent_loop.py                 # 8k and 128k short turns, 8k long ones
+    python bench/bench_agent_loop.py --window 8000   # one window, short turns
+    python bench/bench_agent_loop.py --window 32768 --turns 100 --long-results
 
 One scripted support conversation (`_agent_script.py`) is played through
 `langchain.agents.create_agent` + `langchain_openai.ChatOpenAI` against
@@ -353,25 +353,40 @@ def bench_window(window: int, turns: int, *, long_results: bool, reference: bool
     results = [anchor_run, default, stateless]
     if reference:
         results.append(go("no compaction (floor)", no_middleware))
-    print(f"\nwindow {window:,}, {turns} turns, max_tokens {MAX_OUTPUT}")
+    size = "400-token" if long_results else "110-token"
+    print(f"\nwindow {window:,}, {turns} turns, {size} tool results, max_tokens {MAX_OUTPUT}")
     table(results)
     print()
+    if reference:
+        floor = results[-1].uncached
+        for r in (anchor_run, default, stateless):
+            print(f"{r.label}: uncached input = {r.uncached / floor:.2f}x the floor's {floor:,}")
+        print(
+            f"(the floor is {floor / anchor_run.uncached:.2f}x the anchor's: no middleware can "
+            "send fewer uncached tokens than every token once)"
+        )
+        print()
     return check(window, [default, stateless], anchor_run)
+
+
+RUNS = ((8_000, False), (128_000, False), (8_000, True))
+"""(window, long tool results) of a default invocation."""
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--window", type=int, action="append", help="default: 8,000 and 128,000")
+    parser.add_argument("--window", type=int, action="append", help="default: see RUNS")
     parser.add_argument("--turns", type=int, default=TURNS, help=f"user turns (default {TURNS})")
     parser.add_argument(
         "--long-results", action="store_true", help="400-token tool results instead of 110"
     )
     parser.add_argument("--no-reference", action="store_true", help="skip the floor run")
     args = parser.parse_args()
+    runs = [(w, args.long_results) for w in args.window] if args.window else list(RUNS)
     failures: list[str] = []
-    for window in args.window or WINDOWS:
+    for window, long_results in runs:
         failures += bench_window(
-            window, args.turns, long_results=args.long_results, reference=not args.no_reference
+            window, args.turns, long_results=long_results, reference=not args.no_reference
         )
     print()
     if failures:

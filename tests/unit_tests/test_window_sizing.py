@@ -319,3 +319,42 @@ def test_between_compactions_each_request_extends_the_last_byte_for_byte(
             ]
             call()
         history.append(AIMessage(f"Answer {turn}."))
+
+
+# --- what the providers' adapters accept -----------------------------------------------------
+
+
+@pytest.mark.parametrize("human_recap", [False, True])
+def test_every_request_is_accepted_by_the_anthropic_and_gemini_adapters(
+    human_recap: bool,
+) -> None:
+    # The adapters' own converters: what ChatAnthropic and ChatGoogleGenerativeAI run on
+    # every request before it leaves the process (both raise on what their API refuses).
+    anthropic = pytest.importorskip("langchain_anthropic.chat_models")
+    gemini = pytest.importorskip("langchain_google_genai.chat_models")
+    model = ScriptedChatModel(
+        respond=scripted, profile={"max_input_tokens": 4000, "max_output_tokens": 256}
+    )
+    middleware = ContextKitMiddleware.for_model(
+        model,
+        sources=[CallableSource("rag", _policy)],
+        compactor=HistoryCompactor(model, require_human_first=human_recap),
+        ledger_size=1000,
+    )
+    agent = create_agent(
+        model, [track], system_prompt=SYSTEM, middleware=[middleware], checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+    for turn in range(1, 41):
+        state = agent.invoke({"messages": [HumanMessage(turn_text(turn))]}, config)
+    assert any(entry["compacted"] for entry in state[LEDGER_KEY])
+    requests = agent_requests(model)
+    assert any(any((m.id or "").startswith(RECAP_ID_PREFIX) for m in r) for r in requests)
+    for request in requests:
+        system, turns = anthropic._format_messages(request, model="claude-sonnet-4-5")
+        assert SYSTEM.strip() in json.dumps(system)
+        assert "Policy" in json.dumps(turns)  # the block travels with the question
+        instruction, contents = gemini._parse_chat_history(request, model="gemini-2.5-flash")
+        assert instruction is not None
+        assert "Policy" not in str(instruction)  # not hoisted into the system instruction
+        assert contents
