@@ -358,3 +358,36 @@ def test_every_request_is_accepted_by_the_anthropic_and_gemini_adapters(
         assert instruction is not None
         assert "Policy" not in str(instruction)  # not hoisted into the system instruction
         assert contents
+
+
+# --- the graph nodes ---------------------------------------------------------------------------
+
+
+def _long_history(turns: int) -> list[BaseMessage]:
+    history: list[BaseMessage] = []
+    for turn in range(1, turns + 1):
+        history += [HumanMessage(turn_text(turn) * 4), AIMessage(f"Parcel {turn} is on its way.")]
+    return history
+
+
+@pytest.mark.parametrize("window", [128_000, 3_000])
+def test_the_nodes_size_a_default_compactor_by_the_models_window(window: int) -> None:
+    from langchain_contextkit.graph import compaction_node, context_node
+
+    model = ScriptedChatModel(responses=[], profile={"max_input_tokens": window})
+    history = _long_history(60)  # ~7k tokens
+    compacted = compaction_node(HistoryCompactor(), model=model).invoke({"messages": history})
+    assembled = context_node(model=model).invoke({"messages": [*history, HumanMessage("Hi")]})
+    if window == 128_000:  # far below the marks: nothing is summarised
+        assert compacted["running_summary"] is None
+        assert assembled["running_summary"] is None
+        assert len(compacted["llm_input_messages"]) == len(history)
+    else:  # over the room's high mark: compacted, the recap within 10% of the room
+        for update in (compacted, assembled):
+            recap = next(
+                m for m in update["llm_input_messages"] if (m.id or "").startswith(RECAP_ID_PREFIX)
+            )
+            assert count_message_tokens([recap]) <= window // 10
+    # An explicit trigger still wins over the window.
+    explicit = compaction_node(HistoryCompactor(trigger_tokens=500), model=model)
+    assert explicit.invoke({"messages": history})["running_summary"] is not None
