@@ -46,7 +46,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -60,7 +60,9 @@ from langchain_core.callbacks import (
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableSerializable
 from pydantic import ConfigDict, Field
-from typing_extensions import NotRequired
+
+# pydantic needs typing_extensions.TypedDict below Python 3.12 to build the input schema.
+from typing_extensions import NotRequired, TypedDict
 
 from langchain_contextkit._assembly import Assembly, SourceOutcome, assemble, section_names
 from langchain_contextkit.budget import ContextConfig

@@ -14,8 +14,6 @@ view for the next model call beside the full trajectory.
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from langchain_core.messages import AnyMessage, RemoveMessage, SystemMessage
@@ -24,6 +22,7 @@ from langgraph.graph import MessagesState
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
+from langchain_contextkit._async import run_sync
 from langchain_contextkit._checks import check_count
 from langchain_contextkit.budget import (
     ContextConfig,
@@ -398,16 +397,7 @@ def run_coroutine_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     LangGraph calls a sync node from plain threads; inside a running loop (a sync
     `invoke` made from async code), the coroutine runs in a worker thread's own loop.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        running = False
-    else:
-        running = True
-    if not running:
-        return asyncio.run(coroutine)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+    return run_sync(coroutine)
 
 
 class ContextGraphState(MessagesState):

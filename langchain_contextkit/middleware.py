@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LEDGER_KEY",
+    "MIDDLEWARE_NAME",
     "SUMMARY_KEY",
     "CompactionMiddleware",
     "CompactionState",
@@ -70,6 +71,28 @@ __all__ = [
 
 SUMMARY_KEY = "contextkit_summary"
 """The agent-state key that holds the running summary (a `RunningSummary.to_dict()`)."""
+
+
+MIDDLEWARE_NAME = "contextkit"
+"""The name both middlewares go by in an agent (`AgentMiddleware.name`).
+
+Sharing it is deliberate: each rewrites the request the model sees, so stacking the two
+(or two of either) in one agent would compact twice; `create_agent` refuses duplicate
+names when the agent is built ("Please remove duplicate middleware instances")."""
+
+
+def _checked_compactor(compactor: object, owner: str) -> HistoryCompactor:
+    """The compactor argument, or a `ConfigError` that says what to pass instead."""
+    if compactor is None:
+        return HistoryCompactor()
+    if isinstance(compactor, HistoryCompactor):
+        return compactor
+    slot = "compactor=" if owner == "ContextKitMiddleware" else ""
+    hint = f"{owner}({slot}HistoryCompactor(model))"
+    if hasattr(compactor, "invoke"):  # a chat model: the usual slip
+        hint += ", or ContextKitMiddleware.for_model(model)"
+    msg = f"{owner} takes a HistoryCompactor, got {type(compactor).__name__}: use {hint}"
+    raise ConfigError(msg)
 
 
 class InPlaceSummary:
@@ -177,6 +200,11 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
 
     state_schema = CompactionState
 
+    @property
+    def name(self) -> str:
+        """`MIDDLEWARE_NAME`: one name for both middlewares, so they cannot be stacked."""
+        return MIDDLEWARE_NAME
+
     def __init__(
         self,
         compactor: HistoryCompactor | None = None,
@@ -196,9 +224,13 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
                 system prompt, tools bound with ``tool_choice="none"``, same messages),
                 so the provider's prompt cache serves almost all of the summary call's
                 input. The transcript-style call remains the fallback.
+
+        Raises:
+            ConfigError: When `compactor` is not a `HistoryCompactor` (a chat model
+                passed here belongs in `HistoryCompactor(model)`).
         """
         super().__init__()
-        self.compactor = compactor if compactor is not None else HistoryCompactor()
+        self.compactor = _checked_compactor(compactor, "CompactionMiddleware")
         self.window = window
         self.budget_config = budget_config or WindowBudgetConfig()
         self.summarize_in_place = summarize_in_place
@@ -339,6 +371,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
 
     state_schema = ContextKitState
 
+    @property
+    def name(self) -> str:
+        """`MIDDLEWARE_NAME`: one name for both middlewares, so they cannot be stacked."""
+        return MIDDLEWARE_NAME
+
     def __init__(
         self,
         *,
@@ -372,13 +409,14 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 cache), when that fits the window; the transcript summary otherwise.
 
         Raises:
-            ConfigError: When `ledger_size` < 1.
+            ConfigError: When `ledger_size` < 1, or `compactor` is not a
+                `HistoryCompactor`.
         """
         super().__init__()
         check_count("ledger_size", ledger_size, minimum=1)
         self.assembler = WindowAssembler(
             window=window,
-            compactor=compactor,
+            compactor=_checked_compactor(compactor, "ContextKitMiddleware"),
             sources=sources,
             note_store=note_store,
             context_config=context_config,

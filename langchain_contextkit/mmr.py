@@ -58,9 +58,12 @@ if TYPE_CHECKING:
 
 __all__ = ["MMRRanking", "RetrievalResult", "mmr_indices", "mmr_select"]
 
-# Metadata keys that `RetrievalResult.to_document` fills from the result's own fields.
-_SCORE_KEY = "score"
-_SOURCE_KEY = "source"
+# Metadata keys that `RetrievalResult.to_document` fills from the result's own fields:
+# namespaced, so a loader's own "source" (a file path) and "score" stay as they were.
+SCORE_KEY = "contextkit_score"
+SOURCE_KEY = "contextkit_source"
+_LOADER_SOURCE_KEY = "source"
+_LOADER_SCORE_KEY = "score"
 
 # An open-ended `MMRRanking` sizes its first blocks for this many picks.
 _EXPECTED_PICKS = 16
@@ -120,12 +123,12 @@ class RetrievalResult:
 
         Returns:
             A `Document` whose `page_content` is `content` and whose metadata is a copy of
-            `metadata` plus `"score"` and `"source"` (these two override same-named keys
-            of `metadata`).
+            `metadata` (a loader's `"source"` path included, untouched) plus
+            ``"contextkit_score"`` and ``"contextkit_source"``.
         """
         metadata = dict(self.metadata)
-        metadata[_SCORE_KEY] = self.score
-        metadata[_SOURCE_KEY] = self.source
+        metadata[SCORE_KEY] = self.score
+        metadata[SOURCE_KEY] = self.source
         return Document(page_content=self.content, metadata=metadata)
 
     @classmethod
@@ -140,24 +143,26 @@ class RetrievalResult:
         """Build a result from a LangChain `Document`.
 
         `RetrievalResult.from_document(r.to_document(), embedding=r.embedding)` gives back
-        a result equal to `r` (unless `r.metadata` itself held `"score"` or `"source"`).
+        a result equal to `r`.
 
         Args:
             doc: The document to convert.
-            source: Source to use; defaults to `doc.metadata["source"]`.
-            score: Score to use; defaults to `doc.metadata["score"]`, else 0.0.
+            source: Source to use; defaults to ``doc.metadata["contextkit_source"]``, else
+                ``doc.metadata["source"]``.
+            score: Score to use; defaults to ``doc.metadata["contextkit_score"]``, else
+                ``doc.metadata["score"]``, else 0.0.
             embedding: The document's embedding, if known.
 
         Returns:
-            A result whose metadata is the document's metadata without `"score"` and
-            `"source"`.
+            A result whose metadata is the document's metadata without our two keys (a
+            loader's `"source"` and `"score"` are kept as they were).
 
         Raises:
             ConfigError: If no source is given and the metadata has none, if the source is
                 not a string, or if the score is not a number.
         """
         if source is None:
-            source = doc.metadata.get(_SOURCE_KEY)
+            source = doc.metadata.get(SOURCE_KEY, doc.metadata.get(_LOADER_SOURCE_KEY))
             if source is None:
                 msg = (
                     "cannot build a RetrievalResult: pass source=... or put a 'source' "
@@ -167,16 +172,18 @@ class RetrievalResult:
         if not isinstance(source, str):
             msg = f"source must be a string, got {type(source).__name__}: {source!r}"
             raise ConfigError(msg)
-        raw_score = doc.metadata.get(_SCORE_KEY, 0.0) if score is None else score
+        raw_score = (
+            doc.metadata.get(SCORE_KEY, doc.metadata.get(_LOADER_SCORE_KEY, 0.0))
+            if score is None
+            else score
+        )
         try:
             final_score = float(raw_score)
         except (TypeError, ValueError):
             msg = f"score must be a number, got {type(raw_score).__name__}: {raw_score!r}"
             raise ConfigError(msg) from None
         metadata = {
-            key: value
-            for key, value in doc.metadata.items()
-            if key not in {_SCORE_KEY, _SOURCE_KEY}
+            key: value for key, value in doc.metadata.items() if key not in {SCORE_KEY, SOURCE_KEY}
         }
         return cls(
             content=doc.page_content,

@@ -15,9 +15,12 @@ must be kept already exceeds the budget, never truncating silently:
 - `reduce_reflection`: draft/critique rounds (`ReflectionTrajectory`). The latest draft
   and a deduplicated list of every critique point survive; superseded drafts go.
 
-All three are async, take the trajectory, a token `budget` (from
+All three are async (as the seed specifies), take the trajectory, a token `budget` (from
 `WindowBudget.trajectory_budget`), an optional async `summarize(text, instruction)`
-callback (default: the extractive summariser) and a `counter`.
+callback (default: the extractive summariser) and a `counter`. Sync callers (a plain sync
+`StateGraph` node) use `reduce_agent_sync`, `reduce_plan_sync` and
+`reduce_reflection_sync`: the same arguments, the same result, no `asyncio.run` of their
+own (safe inside a running event loop too).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langchain_contextkit._async import run_sync
 from langchain_contextkit._checks import check_count, from_known_fields
 from langchain_contextkit.errors import ContextWindowExceeded
 from langchain_contextkit.facts import FactIndex, normalised
@@ -65,8 +69,11 @@ __all__ = [
     "ReducerConfig",
     "SummarizerLike",
     "reduce_agent",
+    "reduce_agent_sync",
     "reduce_plan",
+    "reduce_plan_sync",
     "reduce_reflection",
+    "reduce_reflection_sync",
     "tokens_of",
 ]
 
@@ -613,6 +620,85 @@ async def _distinct_points(
     return (
         [p for p, k in zip(points[:split], keep[:split], strict=True) if k],
         [p for p, k in zip(points[split:], keep[split:], strict=True) if k],
+    )
+
+
+def reduce_agent_sync(
+    messages: Sequence[BaseMessage],
+    budget: int,
+    summarize: SummarizerLike | None = None,
+    *,
+    counter: TokenCounter = count_tokens,
+    keep_recent_steps: int = 3,
+    prompts: PromptRegistry | None = None,
+) -> list[BaseMessage]:
+    """`reduce_agent` for sync callers (same arguments, same result).
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+        from langchain_contextkit.reducers import reduce_agent_sync
+
+        messages = [HumanMessage("Find the cheapest fare.")]
+        for day in range(6):
+            call = {"name": "search", "args": {"day": day}, "id": f"c{day}"}
+            messages += [
+                AIMessage("", tool_calls=[call]),
+                ToolMessage(f"Day {day}: fare {300 + day} EUR. " * 8, tool_call_id=f"c{day}"),
+            ]
+        print(len(reduce_agent_sync(messages, budget=300, keep_recent_steps=1)) < len(messages))
+        # True
+        ```
+    """
+    return run_sync(
+        reduce_agent(
+            messages,
+            budget,
+            summarize,
+            counter=counter,
+            keep_recent_steps=keep_recent_steps,
+            prompts=prompts,
+        )
+    )
+
+
+def reduce_plan_sync(
+    steps: PlanTrajectory,
+    budget: int,
+    summarize: SummarizerLike | None = None,
+    *,
+    counter: TokenCounter = count_tokens,
+    keep_recent: int = 3,
+    prompts: PromptRegistry | None = None,
+) -> PlanTrajectory:
+    """`reduce_plan` for sync callers (same arguments, same result)."""
+    return run_sync(
+        reduce_plan(
+            steps, budget, summarize, counter=counter, keep_recent=keep_recent, prompts=prompts
+        )
+    )
+
+
+def reduce_reflection_sync(
+    rounds: ReflectionTrajectory,
+    budget: int,
+    summarize: SummarizerLike | None = None,
+    *,
+    counter: TokenCounter = count_tokens,
+    embeddings: Embeddings | None = None,
+    similarity_threshold: float = 0.9,
+) -> ReflectionTrajectory:
+    """`reduce_reflection` for sync callers (same arguments, same result)."""
+    return run_sync(
+        reduce_reflection(
+            rounds,
+            budget,
+            summarize,
+            counter=counter,
+            embeddings=embeddings,
+            similarity_threshold=similarity_threshold,
+        )
     )
 
 

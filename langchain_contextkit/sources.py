@@ -4,7 +4,8 @@ A source has a `name` (the budget quota it draws from) and returns
 [`RetrievalResult`][langchain_contextkit.mmr.RetrievalResult]s from
 `fetch(query, scope=None)` and its async twin `afetch`. Every source is also a LangChain
 `BaseRetriever`, so it works wherever LangChain expects one (`invoke`, `ainvoke`, LCEL,
-tracing), returning `Document`s with `score` and `source` in their metadata.
+tracing), returning `Document`s with `contextkit_score` and `contextkit_source` in their
+metadata (a loader's own `source` path, when a result came from one, is kept as it was).
 
 Most of the time you do not subclass anything:
 
@@ -37,12 +38,11 @@ import dataclasses
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import Context, copy_context
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -55,11 +55,12 @@ from langchain_core.runnables.config import (
 )
 from pydantic import PrivateAttr
 
+from langchain_contextkit._async import run_sync
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.mmr import RetrievalResult
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Iterator, Sequence
+    from collections.abc import Iterator, Sequence
 
     from langchain_core.callbacks import (
         AsyncCallbackManagerForRetrieverRun,
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CallableSource", "ContextSource", "RetrieverSource", "Scope"]
 
-_T = TypeVar("_T")
 
 # Document metadata keys read as a relevance score, in order of preference.
 _SCORE_KEYS = ("score", "relevance_score")
@@ -130,7 +130,7 @@ class ContextSource(BaseRetriever, ABC):
     async I/O (the default runs `fetch` in an executor). The builder calls `fetch` /
     `afetch` directly. As a `BaseRetriever`, a source also answers
     `invoke(query, scope=..., k=...)` and `ainvoke`, returning `Document`s whose
-    metadata carries `score` and `source` (never the embedding).
+    metadata carries `contextkit_score` and `contextkit_source` (never the embedding).
 
     On the retriever path results are relabelled with this source's `name` and capped
     at `k` (a `k` passed to `invoke` replaces the source's own for that call). Adapters
@@ -160,7 +160,7 @@ class ContextSource(BaseRetriever, ABC):
     # ada asked about refunds.
     docs = source.invoke("refunds", scope=Scope(user="bo"))
     print(docs[0].page_content, docs[0].metadata)
-    # bo asked about refunds. {'score': 1.0, 'source': 'memory'}
+    # bo asked about refunds. {'contextkit_score': 1.0, 'contextkit_source': 'memory'}
     ```
     """
 
@@ -252,7 +252,8 @@ class ContextSource(BaseRetriever, ABC):
             k: Cap on the number of results for this call; defaults to `self.k`.
 
         Returns:
-            One `Document` per result, with `score` and `source` in its metadata.
+            One `Document` per result, with `contextkit_score` and `contextkit_source` in
+                its metadata.
         """
         limit = self.k if k is None else _check_k(k)
         results = self._fetch_capped(query, scope, limit=limit, callbacks=run_manager.get_child())
@@ -275,7 +276,8 @@ class ContextSource(BaseRetriever, ABC):
             k: Cap on the number of results for this call; defaults to `self.k`.
 
         Returns:
-            One `Document` per result, with `score` and `source` in its metadata.
+            One `Document` per result, with `contextkit_score` and `contextkit_source` in
+                its metadata.
         """
         limit = self.k if k is None else _check_k(k)
         results = await self._afetch_capped(
@@ -524,7 +526,7 @@ class CallableSource(ContextSource):
         """Call `fn` and, if it returned an awaitable, run that to completion."""
         raw = self._call(query, scope)
         if inspect.isawaitable(raw):
-            return _run_to_completion(raw)
+            return run_sync(raw)
         return raw
 
 
@@ -558,7 +560,7 @@ class RetrieverSource(ContextSource):
     print(len(results), [r.score for r in results], len(results[0].embedding))
     # 2 [1.0, 0.5] 8
     print(sorted(source.invoke("hotel receipts")[0].metadata))
-    # ['score', 'source']
+    # ['contextkit_score', 'contextkit_source']
     ```
     """
 
@@ -769,22 +771,6 @@ def _is_async_callable(fn: Callable[..., Any]) -> bool:
         return True
     # A callable object whose class defines `async def __call__`.
     return inspect.iscoroutinefunction(getattr(type(fn), "__call__", None))  # noqa: B004
-
-
-def _run_to_completion(awaitable: Awaitable[_T]) -> _T:
-    """Run `awaitable` from sync code, whether or not an event loop is running here."""
-
-    async def wait() -> _T:
-        return await awaitable
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(wait())
-    # This thread's loop is busy running our caller: use a fresh loop in another thread,
-    # carrying the context (callbacks, tracing) along.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(copy_context().run, asyncio.run, wait()).result()
 
 
 @contextmanager

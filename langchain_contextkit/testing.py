@@ -19,14 +19,14 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
-from langchain_contextkit.errors import ContextKitError, InvalidMessagesError
+from langchain_contextkit.errors import ConfigError, ContextKitError, InvalidMessagesError
 from langchain_contextkit.messages import find_message_problems
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import CallbackManagerForLLMRun
     from langchain_core.runnables import Runnable
 
-__all__ = ["ScriptExhaustedError", "ScriptedChatModel"]
+__all__ = ["ScriptExhaustedError", "ScriptedChatModel", "ScriptedLLM"]
 
 Reply = str | AIMessage
 """One scripted answer: plain text or a message (tool calls allowed)."""
@@ -39,23 +39,60 @@ class ScriptExhaustedError(ContextKitError):
 class ScriptedChatModel(BaseChatModel):
     """A chat model that answers from a script and records what it was asked.
 
-    Answers come from `responses` in order, or from `respond(messages)` when given (it
-    sees each request's messages and may return tool calls). Every request is appended to
+    Answers come from `responses` in order (also the first positional argument, as the
+    seed's `ScriptedLLM(["..."])`), or from `respond(messages)` when given (it sees each
+    request's messages and may return tool calls). Every request is appended to
     `requests` (the messages) and `request_tools` (the tool schemas bound for it).
+    `context_window=` and `max_output_tokens=` set the model's `profile`, which is where
+    the window ledger reads them.
 
     Example:
         ```python
         from langchain_core.messages import HumanMessage
 
-        from langchain_contextkit.testing import ScriptedChatModel
+        from langchain_contextkit.testing import ScriptedChatModel, ScriptedLLM
 
-        llm = ScriptedChatModel(responses=["Hello!", "Goodbye!"])
+        llm = ScriptedChatModel(["Hello!", "Goodbye!"], context_window=200_000)
         assert llm.invoke([HumanMessage("hi")]).content == "Hello!"
         assert llm.invoke("bye").content == "Goodbye!"
-        print(len(llm.requests), llm.requests[0][0].content)
-        # 2 hi
+        print(len(llm.requests), llm.requests[0][0].content, llm.profile["max_input_tokens"])
+        # 2 hi 200000
+        assert ScriptedLLM is ScriptedChatModel
         ```
     """
+
+    def __init__(self, responses: Sequence[Reply] | None = None, /, **data: Any) -> None:  # noqa: ANN401
+        """Build from a script: answers in order, or `respond=`, and the model's limits.
+
+        Raises:
+            ConfigError: When `context_window` or `max_output_tokens` is not a positive
+                int, or they contradict an explicit `profile`.
+        """
+        if responses is not None:
+            if "responses" in data:
+                msg = "pass the responses once: positionally or as responses=..."
+                raise ConfigError(msg)
+            data["responses"] = list(responses)
+        limits: dict[str, int] = {}
+        for name, key in (
+            ("context_window", "max_input_tokens"),
+            ("max_output_tokens", "max_output_tokens"),
+        ):
+            value = data.pop(name, None)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                msg = f"ScriptedChatModel {name} must be a positive int, got {value!r}"
+                raise ConfigError(msg)
+            limits[key] = value
+        if limits:
+            profile = dict(data.get("profile") or {})
+            clash = {k: v for k, v in limits.items() if profile.get(k, v) != v}
+            if clash:
+                msg = f"profile= and the limits disagree on {sorted(clash)}"
+                raise ConfigError(msg)
+            data["profile"] = {**profile, **limits}
+        super().__init__(**data)
 
     responses: list[Reply] = Field(default_factory=list)
     """Answers, in order."""
@@ -114,3 +151,7 @@ class ScriptedChatModel(BaseChatModel):
             raise ScriptExhaustedError(msg)
         message = AIMessage(reply) if isinstance(reply, str) else reply
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+ScriptedLLM = ScriptedChatModel
+"""The seed's name for `ScriptedChatModel`."""

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from langchain_contextkit._async import run_sync
 from langchain_contextkit.budget import (
     ContextConfig,
     WindowBudget,
@@ -413,9 +414,7 @@ class WindowAssembler:
         room = self._turn_room(budget, block)
         if not self._needs_reduction(turn, room):
             return turn, False
-        from langchain_contextkit.graph import run_coroutine_sync  # noqa: PLC0415 - graph imports us
-
-        reduced = run_coroutine_sync(self._reduce(turn, room))
+        reduced = run_sync(self._reduce(turn, room))
         return reduced, True
 
     async def _afit_turn(

@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from langchain_contextkit.errors import ConfigError, NoteNotFoundError
+from langchain_contextkit.errors import ConfigError, NoteError, NoteNotFoundError
 from langchain_contextkit.notes._markdown import parse_note, render_note, split_front_matter
 from langchain_contextkit.notes._search import SearchIndex, query_terms
 from langchain_contextkit.notes.base import DEFAULT_SEARCH_LIMIT, NoteStore
@@ -379,6 +379,7 @@ class FileNoteStore(NoteStore):
 
     def _refresh(self, *, exclusive: bool, full_scan: bool) -> None:
         """Catch up with the index, the journal and the folder, repairing if needed."""
+        self._check_own_files(exclusive=exclusive)
         index_stamp = self._file_stamp(INDEX_FILE)
         if index_stamp is None or index_stamp != self._index_stamp:
             loaded = self._load_index()
@@ -400,6 +401,35 @@ class FileNoteStore(NoteStore):
             return
         if full_scan or self._dir_mtime() != self._dir_mark:
             self._reconcile(exclusive=exclusive)
+
+    def _check_own_files(self, *, exclusive: bool) -> None:
+        """The index and journal must be regular files, or absent.
+
+        A symbolic link in their place is removed (never followed: the index is then
+        rebuilt from the note files). A folder or a special file there is not ours to
+        delete, and the store cannot work around it: a `NoteError` says what to move.
+        """
+        for name in (INDEX_FILE, JOURNAL_FILE):
+            path = os.path.join(self._root, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(mode):
+                continue
+            if stat.S_ISLNK(mode):
+                if not exclusive:
+                    raise _NeedsExclusiveLock
+                os.unlink(path)
+                self._index_stamp = None
+                logger.warning("removed a symbolic link in place of %s; index rebuilt", path)
+                continue
+            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            msg = (
+                f"{path} is {kind}, where the notes store keeps its own file: move it away "
+                "and the index is rebuilt from the note files"
+            )
+            raise NoteError(msg)
 
     def _reconcile(self, *, exclusive: bool) -> None:
         """Compare the index with the note files and record any difference."""

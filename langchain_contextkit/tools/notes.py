@@ -45,7 +45,7 @@ with tempfile.TemporaryDirectory() as workspace:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
@@ -53,10 +53,12 @@ from pydantic import BaseModel, Field, ValidationError
 from langchain_contextkit.errors import ConfigError, NoteError
 from langchain_contextkit.mmr import RetrievalResult
 from langchain_contextkit.notes.base import NoteStore
-from langchain_contextkit.notes.model import NOTE_TYPES, Note, NoteInfo, NoteType
+from langchain_contextkit.notes.file_store import FileNoteStore
+from langchain_contextkit.notes.model import DEFAULT_MAX_NOTES, NOTE_TYPES, Note, NoteInfo, NoteType
 from langchain_contextkit.sources import ContextSource, Scope
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Sequence
 
     from langchain_core.callbacks import (
@@ -170,6 +172,42 @@ class NoteTool(BaseTool):
 
     store: NoteStore
     """Where the notes live."""
+
+    def __init__(
+        self,
+        *,
+        store: NoteStore | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        max_notes: int | None = DEFAULT_MAX_NOTES,
+        **kwargs: Any,  # noqa: ANN401 - BaseTool's own fields (name, callbacks, tags, ...)
+    ) -> None:
+        """Build the tool over a store, or over a folder of notes (the seed's shape).
+
+        ``NoteTool(workspace="./project_notes", max_notes=1000)`` keeps its notes in a
+        `FileNoteStore` there; ``NoteTool(store=...)`` takes any other backend (for
+        example `StoreNoteStore` over a LangGraph `BaseStore`).
+
+        Args:
+            store: Where the notes live.
+            workspace: A folder for a `FileNoteStore` (created if missing), instead of
+                `store`.
+            max_notes: With `workspace`: notes kept before `create` is refused (`None`
+                for no cap). A `store` has its own.
+            **kwargs: Other `BaseTool` fields.
+
+        Raises:
+            ConfigError: When neither or both of `store` and `workspace` are given, or
+                `max_notes` is given with `store`.
+        """
+        if (store is None) == (workspace is None):
+            msg = "pass store=... (any NoteStore) or workspace=... (a folder of notes)"
+            raise ConfigError(msg)
+        if store is None:
+            store = FileNoteStore(cast("str | os.PathLike[str]", workspace), max_notes=max_notes)
+        elif max_notes != DEFAULT_MAX_NOTES:
+            msg = "max_notes belongs to the store: FileNoteStore(..., max_notes=...)"
+            raise ConfigError(msg)
+        super().__init__(store=store, **kwargs)
 
     def _run(  # noqa: PLR0911 - one return per action
         self,

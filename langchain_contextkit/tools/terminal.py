@@ -50,11 +50,12 @@ the Debian package `bubblewrap`.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field, PrivateAttr
 
+from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.tools._terminal_commands import COMMANDS
 from langchain_contextkit.tools._terminal_config import (
     BUILTINS,
@@ -271,8 +272,9 @@ class TerminalTool(BaseTool):
 
     def __init__(
         self,
-        root: str | os.PathLike[str],
+        root: str | os.PathLike[str] | None = None,
         *,
+        workspace: str | os.PathLike[str] | None = None,
         allowed_commands: Collection[str] = DEFAULT_READ_ONLY,
         timeout: float = 10.0,
         max_output_chars: int = 10_000,
@@ -284,6 +286,8 @@ class TerminalTool(BaseTool):
 
         Args:
             root: The workspace directory; every path must stay inside it.
+            workspace: The same, by the word the notes use (`NoteTool(workspace=...)`);
+                give one of the two.
             allowed_commands: The whitelist (default: `DEFAULT_READ_ONLY`).
             timeout: Seconds one call may take.
             max_output_chars: Characters of output returned per call.
@@ -298,8 +302,11 @@ class TerminalTool(BaseTool):
                 range, an env variable is not allowed, or `sandbox="bwrap"` cannot
                 start bubblewrap here.
         """
+        if (root is None) == (workspace is None):
+            msg = "pass the workspace folder once: TerminalTool(root) or workspace=..."
+            raise ConfigError(msg)
         check_platform()
-        real_root = check_root(root)
+        real_root = check_root(cast("str | os.PathLike[str]", root or workspace))
         allowed = check_allowed(allowed_commands)
         check_limits(timeout, max_output_chars)
         extra_env = check_env(env)

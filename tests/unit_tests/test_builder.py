@@ -455,4 +455,4 @@ async def test_budgeted_retriever_async() -> None:
         sources=[CallableSource("rag", search_docs)], config=ContextConfig(), budget=500
     )
     docs = await retriever.ainvoke("meals")
-    assert [d.metadata["source"] for d in docs] == ["rag", "rag"]
+    assert [d.metadata["contextkit_source"] for d in docs] == ["rag", "rag"]

@@ -149,7 +149,7 @@ def test_docs_source_fetch_and_retriever_interface() -> None:
     assert result.metadata == {"path": "expenses.md", "headings": []}
     docs = source.invoke("餐费上限", k=2)  # a per-call k above the source's own
     assert [d.metadata["headings"] for d in docs] == [["餐费"], ["住宿"]]
-    assert set(docs[0].metadata) == {"path", "headings", "score", "source"}
+    assert set(docs[0].metadata) == {"path", "headings", "contextkit_score", "contextkit_source"}
 
 
 async def test_docs_source_async_retriever() -> None:

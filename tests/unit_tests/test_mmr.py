@@ -464,7 +464,7 @@ def test_to_document_has_score_and_source_but_no_embedding():
     doc = r.to_document()
     assert isinstance(doc, Document)
     assert doc.page_content == "text"
-    assert doc.metadata == {"lang": "en", "score": 0.75, "source": "wiki"}
+    assert doc.metadata == {"lang": "en", "contextkit_score": 0.75, "contextkit_source": "wiki"}
     assert "embedding" not in repr(doc)
     doc.metadata["lang"] = "fr"
     assert r.metadata == {"lang": "en"}  # a copy, not the result's own dict
@@ -473,14 +473,27 @@ def test_to_document_has_score_and_source_but_no_embedding():
 def test_from_document_reads_score_and_source_from_metadata():
     doc = Document(page_content="p", metadata={"source": "s.txt", "score": 0.25, "page": 3})
     r = RetrievalResult.from_document(doc)
-    assert r == RetrievalResult(content="p", score=0.25, source="s.txt", metadata={"page": 3})
+    # A loader's own keys give the defaults, and stay in the metadata as they were.
+    assert (r.content, r.score, r.source) == ("p", 0.25, "s.txt")
+    assert r.metadata == {"source": "s.txt", "score": 0.25, "page": 3}
     assert doc.metadata == {"source": "s.txt", "score": 0.25, "page": 3}  # untouched
+
+
+def test_a_loaders_source_path_survives_the_round_trip():
+    doc = Document(page_content="p", metadata={"source": "docs/runbook.md", "page": 3})
+    r = RetrievalResult.from_document(doc, source="rag", score=0.9)
+    assert (r.source, r.metadata["source"]) == ("rag", "docs/runbook.md")
+    back = r.to_document()
+    assert back.metadata["source"] == "docs/runbook.md"
+    assert (back.metadata["contextkit_source"], back.metadata["contextkit_score"]) == ("rag", 0.9)
+    assert RetrievalResult.from_document(back) == r
 
 
 def test_from_document_arguments_win_and_score_defaults_to_zero():
     doc = Document(page_content="p", metadata={"source": "meta", "score": 0.25})
     r = RetrievalResult.from_document(doc, source="arg", score=0.5, embedding=[1.0])
-    assert (r.source, r.score, r.embedding, r.metadata) == ("arg", 0.5, [1.0], {})
+    assert (r.source, r.score, r.embedding) == ("arg", 0.5, [1.0])
+    assert r.metadata == {"source": "meta", "score": 0.25}
     r = RetrievalResult.from_document(Document(page_content="p"), source="arg")
     assert r.score == 0.0
     assert isinstance(r.score, float)

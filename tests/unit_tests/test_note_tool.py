@@ -223,7 +223,7 @@ async def test_note_source_async_and_retriever_paths(notes_store):
         r.content for r in source.fetch("refactor")
     ]
     docs = await source.ainvoke("refactor")
-    assert docs[0].metadata["source"] == "notes"
+    assert docs[0].metadata["contextkit_source"] == "notes"
     assert source.invoke("refactor", k=1)[0].page_content.startswith("[blocker]")
 
 

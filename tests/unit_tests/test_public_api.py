@@ -65,8 +65,11 @@ EXPECTED_ALL = {
     "ReflectionRound",
     "ReflectionTrajectory",
     "reduce_agent",
+    "reduce_agent_sync",
     "reduce_plan",
+    "reduce_plan_sync",
     "reduce_reflection",
+    "reduce_reflection_sync",
     "reducer_node",
     "tokens_of",
     # notes (issue 6)

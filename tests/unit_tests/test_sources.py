@@ -403,7 +403,7 @@ def _pairs(results):
 
 
 def _doc_pairs(docs):
-    return [(d.page_content, d.metadata["score"]) for d in docs]
+    return [(d.page_content, d.metadata["contextkit_score"]) for d in docs]
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -485,7 +485,7 @@ def test_documents_strings_and_results_are_converted():
         ("result", 0.3),
     ]
     assert {r.source for r in results} == {"rag"}  # overwrites what the callable said
-    assert results[0].metadata == {"page": 2}
+    assert results[0].metadata == {"score": 0.4, "source": "file.md", "page": 2}  # intact
     assert results[4].metadata == {"a": 1}
     assert list(results[4].embedding) == [1.0, 0.0]
 
@@ -565,7 +565,7 @@ def test_documents_carry_score_and_source_but_never_embeddings():
     )
     (doc,) = CallableSource("rag", lambda q: [result]).invoke("q")
     assert doc.page_content == "c"
-    assert doc.metadata == {"page": 3, "score": 0.7, "source": "rag"}
+    assert doc.metadata == {"page": 3, "contextkit_score": 0.7, "contextkit_source": "rag"}
 
 
 # --------------------------------------------------------------------------------------
@@ -601,7 +601,7 @@ def test_subclass_without_callbacks_works_and_is_labelled_and_capped():
     source = OldStyleSource(name="notes", k=3)
     docs = source.invoke("q", scope=SCOPE)
     assert [d.page_content for d in docs] == ["q ada 0", "q ada 1", "q ada 2"]
-    assert {d.metadata["source"] for d in docs} == {"notes"}
+    assert {d.metadata["contextkit_source"] for d in docs} == {"notes"}
     assert len(source.invoke("q", k=1)) == 1
 
 
@@ -610,7 +610,7 @@ async def test_subclass_without_callbacks_works_and_is_labelled_and_capped_async
     assert contents(await source.afetch("q", SCOPE)) == ["q ada 0", "q ada 1", "q ada 2", "q ada 3"]
     docs = await source.ainvoke("q", scope=SCOPE)
     assert [d.page_content for d in docs] == ["q ada 0", "q ada 1", "q ada 2"]
-    assert {d.metadata["source"] for d in docs} == {"notes"}
+    assert {d.metadata["contextkit_source"] for d in docs} == {"notes"}
 
 
 def test_subclass_receives_child_callbacks_on_the_retriever_path():
@@ -677,7 +677,7 @@ def test_retriever_embeds_once_per_fetch_after_capping():
     assert results[0].embedding == embeddings.embed_query(results[0].content)
     docs = source.invoke("meals")
     assert len(embeddings.sync_calls) == 2
-    assert all(set(d.metadata) == {"score", "source"} for d in docs)
+    assert all(set(d.metadata) == {"contextkit_score", "contextkit_source"} for d in docs)
 
 
 async def test_retriever_embeds_once_per_fetch_after_capping_async():
@@ -690,7 +690,7 @@ async def test_retriever_embeds_once_per_fetch_after_capping_async():
     assert all(len(r.embedding) == 8 for r in results)
     docs = await source.ainvoke("meals")
     assert len(embeddings.async_calls) == 2
-    assert all(set(d.metadata) == {"score", "source"} for d in docs)
+    assert all(set(d.metadata) == {"contextkit_score", "contextkit_source"} for d in docs)
 
 
 def test_retriever_with_no_hits_does_not_embed():
