@@ -148,7 +148,7 @@ def test_the_two_middlewares_cannot_be_stacked_in_one_agent() -> None:
     create_agent(model, middleware=[ContextKitMiddleware.for_model(model)])
 
 
-# --- 6 and 10. ScriptedChatModel / ScriptedLLM, the seed's shapes ----------------------------------
+# --- 6 and 10. ScriptedChatModel / ScriptedLLM, the seed's shapes --------------------------------
 
 
 def test_scripted_llm_takes_its_responses_positionally_and_sets_its_window() -> None:
