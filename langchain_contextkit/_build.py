@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_contextkit.budget import ContextConfig
+from langchain_contextkit.budget import DEFAULT_SOURCE_RATIOS, ContextConfig
 from langchain_contextkit.builder import ContextBuilder, ContextReport
 from langchain_contextkit.docs_source import (
     DEFAULT_CHUNK_TOKENS,
@@ -64,6 +64,14 @@ HISTORY_HELP = (
 )
 
 _ROLES = frozenset({"user", "assistant"})
+
+_SOURCE_RATIOS = {name: DEFAULT_SOURCE_RATIOS[name] for name in ("rag", "history")}
+"""The two sources the command fills, at their seed shares (so their quotas are the seed's).
+
+The seed's ``memory`` and ``tool`` shares are left out: the command has neither, and
+`ContextConfig` requires every quota it names to hold one candidate, so theirs would set
+the smallest window that works. Their tokens are lent to these two as they were before.
+"""
 
 
 class BuildInputError(ContextKitError):
@@ -179,19 +187,23 @@ def _check_options(request: BuildRequest) -> None:
 
 def _config(window: int) -> ContextConfig:
     try:
-        return ContextConfig.for_window(window)
+        return _config_for(window)
     except ConfigError as exc:
         smallest = _smallest_window(window)
         msg = f"--window {window} is too small (the smallest that works is {smallest}): {exc}"
         raise ConfigError(msg) from exc
 
 
+def _config_for(window: int) -> ContextConfig:
+    return ContextConfig.for_window(window, source_ratios=_SOURCE_RATIOS)
+
+
 def _smallest_window(window: int) -> int:
-    """The smallest window above `window` that `ContextConfig.for_window` accepts."""
+    """The smallest window above `window` that the command's config accepts."""
 
     def works(candidate: int) -> bool:
         try:
-            ContextConfig.for_window(candidate)
+            _config_for(candidate)
         except ConfigError:
             return False
         return True

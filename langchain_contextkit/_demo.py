@@ -10,6 +10,10 @@ It prints one line per model call (the ledger bar, the prompt's size, whether th
 history was compacted or the tool loop reduced, what the model did), then a summary:
 calls, compactions, the largest prompt against its limit, notes, and which planted facts
 the model could still see in its last request. `--json` prints the same as one object.
+
+The workspace (the copied project and the notes) is a temporary folder removed at the
+end, unless `--keep` is given or `--workspace` names a folder of the user's. Bad
+arguments exit with status 2, a setup or a model call that fails with 1.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from langchain_contextkit._demo_model import ModelSetupError, choose_model
+from langchain_contextkit._demo_model import ModelSetupError, ModelSpecError, choose_model
 from langchain_contextkit.errors import ContextKitError
 
 if TYPE_CHECKING:
@@ -80,6 +84,8 @@ class DemoOptions:
     turns: int | None = None
     window: int = DEFAULT_WINDOW
     workspace: str | None = None
+    keep: bool = False
+    """Keep the temporary workspace; a `workspace` of the user's is always kept."""
     as_json: bool = False
 
 
@@ -89,7 +95,7 @@ def run_demo(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """Run the demo; return the exit status (0, 1 on failure, 2 on bad input).
+    """Run the demo; return the exit status (0, 1 on failure, 2 on bad arguments).
 
     Every failure is one line on `err`, never a traceback.
     """
@@ -104,7 +110,8 @@ def run_demo(
         chosen = choose_model(options.model, max_tokens=DEFAULT_OUTPUT_RESERVE)
     except ModelSetupError as error:
         _fail(err, str(error))
-        return _EXIT_USAGE
+        # A missing key or package is a setup that failed; an unknown provider, a bad argument.
+        return _EXIT_USAGE if isinstance(error, ModelSpecError) else _EXIT_FAILED
     progress = _Progress(err, plain_lines=chosen.model is not None)
     try:
         return _Run(options, chosen.label, chosen.model, out, progress).run()
@@ -153,8 +160,24 @@ class _Run:
         self.progress = progress
         self.colour = _wants_colour(out)
         self.started = time.monotonic()
+        self.temporary: Path | None = None
+        """The temporary workspace once made; removed at the end unless kept."""
+
+    @property
+    def keeps_workspace(self) -> bool:
+        """Whether the workspace outlives the run (`--keep`, or a `--workspace` folder)."""
+        return self.options.keep or self.options.workspace is not None
 
     def run(self) -> int:
+        try:
+            return self._run()
+        finally:
+            # The demo's own temporary folder would otherwise pile up in the temp directory
+            # on every run (and on a failure or an interrupt too).
+            if self.temporary is not None and not self.keeps_workspace:
+                shutil.rmtree(self.temporary, ignore_errors=True)
+
+    def _run(self) -> int:
         progress = self.progress
         progress.status("loading langchain and the agent")
         from langchain_contextkit._demo_script import TURNS  # noqa: PLC0415 - heavy imports
@@ -182,14 +205,16 @@ class _Run:
         progress.close()
         seconds = time.monotonic() - self.started
         if self.options.as_json:
-            print(json.dumps(_summary_data(session, self.label, seconds), indent=2), file=self.out)
+            data = _summary_data(session, self.label, seconds, kept=self.keeps_workspace)
+            print(json.dumps(data, indent=2), file=self.out)
         else:
             self._summary(session, seconds)
         return 0
 
     def _workspace(self) -> Path:
         if self.options.workspace is None:
-            return Path(tempfile.mkdtemp(prefix="contextkit-demo-"))
+            self.temporary = Path(tempfile.mkdtemp(prefix="contextkit-demo-"))
+            return self.temporary
         path = Path(self.options.workspace)
         path.mkdir(parents=True, exist_ok=True)
         return path.resolve()
@@ -310,7 +335,7 @@ class _Run:
         return f"{ledger.call:>6}  {bar}  {size:>{self._size_width}}  {marks}  {move}"
 
     def _summary(self, session: DemoSession, seconds: float) -> None:
-        data = _summary_data(session, self.label, seconds)
+        data = _summary_data(session, self.label, seconds, kept=self.keeps_workspace)
         compactions, reduced = data["compactions"], data["reduced"]
         largest, notes, facts = data["largest_prompt"], data["notes"], data["facts"]
         visible = sum(1 for fact in facts if fact["parts"])
@@ -359,8 +384,13 @@ class _Run:
                 f"  {'':<17}   {fact['needle']:<{needle_width}}  "
                 f"{fact['label']:<{label_width}}  {where}"
             )
-        self._print(f"  {'workspace':<17} {data['workspace']}")
-        self._print(f"  {'':<17} project/ is what the terminal explored, notes/ the agent's notes")
+        if data["workspace_kept"]:
+            self._print(f"  {'workspace':<17} {data['workspace']}")
+            self._print(
+                f"  {'':<17} project/ is what the terminal explored, notes/ the agent's notes"
+            )
+        else:
+            self._print(f"  {'workspace':<17} removed ({data['workspace']}); --keep keeps it")
         answer = textwrap.wrap(data["last_answer"], _WIDTH - 20) or ["(none)"]
         self._print(f"  {'last answer':<17} {answer[0]}")
         for line in answer[1:]:
@@ -371,7 +401,9 @@ def _numbers(values: list[int]) -> str:
     return ", ".join(str(value) for value in values)
 
 
-def _summary_data(session: DemoSession, label: str, seconds: float) -> dict[str, Any]:
+def _summary_data(
+    session: DemoSession, label: str, seconds: float, *, kept: bool
+) -> dict[str, Any]:
     calls = session.calls
     window = session.settings.window
     reserve = calls[0].ledger.output_reserve if calls else session.settings.output_reserve
@@ -403,6 +435,7 @@ def _summary_data(session: DemoSession, label: str, seconds: float) -> dict[str,
             for fact in session.facts()
         ],
         "workspace": str(session.settings.workspace),
+        "workspace_kept": kept,
         "last_answer": session.last_answer(),
         "seconds": round(seconds, 2),
         "ledgers": [

@@ -1,7 +1,9 @@
 """The demo's model: the scripted agent offline, or a real chat model when asked for one.
 
 `choose_model` never raises anything but `ModelSetupError`, whose message is the one
-line the command prints (a missing key, a missing package, an unknown provider).
+line the command prints (a missing key, a missing package, an unknown provider). Its
+subclass `ModelSpecError` says `--model` itself is wrong (a usage error, exit status 2);
+anything else is a setup that failed (exit status 1).
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ if TYPE_CHECKING:
 
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["DEFAULT_OPENAI_COMPATIBLE_MODEL", "ChosenModel", "ModelSetupError", "choose_model"]
+__all__ = [
+    "DEFAULT_OPENAI_COMPATIBLE_MODEL",
+    "ChosenModel",
+    "ModelSetupError",
+    "ModelSpecError",
+    "choose_model",
+]
 
 DEFAULT_OPENAI_COMPATIBLE_MODEL = "gpt-4o-mini"
 """The model name sent to an `OPENAI_BASE_URL` server when `--model` names none."""
@@ -46,6 +54,10 @@ class ModelSetupError(ContextKitError):
     """The requested model cannot be created; the message is one line for the user."""
 
 
+class ModelSpecError(ModelSetupError):
+    """`--model` names no provider `init_chat_model` knows: the argument is wrong."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChosenModel:
     """The chat model for the session, and how to name it in the output."""
@@ -67,7 +79,8 @@ def choose_model(
     - otherwise `init_chat_model(spec)`, which needs the provider's package and key.
 
     Raises:
-        ModelSetupError: With the one line to print.
+        ModelSpecError: With the one line to print, when `spec` itself is wrong.
+        ModelSetupError: With the one line to print, when the model cannot be set up.
     """
     env = os.environ if env is None else env
     base_url = env.get("OPENAI_BASE_URL", "").strip()
@@ -129,8 +142,8 @@ def _from_init_chat_model(
                 f"--model {spec}: unknown or missing provider; write provider:name, e.g. "
                 "openai:gpt-4o-mini or anthropic:claude-sonnet-4-5"
             )
-        else:
-            msg = f"--model {spec}: {text}"
+            raise ModelSpecError(msg) from None
+        msg = f"--model {spec}: {text}"
         raise ModelSetupError(msg) from None
     except Exception as error:  # noqa: BLE001 - e.g. a provider SDK's missing-credentials error
         msg = f"--model {spec}: {_first_line(error)}"

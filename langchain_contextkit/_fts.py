@@ -10,14 +10,29 @@ Lucene's CJK analyzer; a query uses the bigrams of each run, or its lone charact
 one-character run (`query_terms`), so "依赖冲突" finds "依赖版本冲突" through 依赖 and 冲突.
 Other scripts go through `unicode61` plus the Porter stemmer (`TOKENIZE`), so "locks"
 finds "lock".
+
+`unicode61` also keeps ``KestrelConsumerLag`` as one token and cuts ``kestrel_consumer_lag``
+and ``kestrel-consumer-lag`` into three, so neither spelling would find the other, nor
+would "kestrel consumer lag" find the first. Each identifier is therefore indexed whole
+*and* in parts: its pieces split at ``_`` and ``-`` and at case changes and letter/digit
+changes (``HTTPServer`` → HTTP, Server; ``http2Server`` → http, 2, Server), plus the
+pieces run together (``kestrelconsumerlag``). A query asks for the same whole and parts,
+and for its neighbouring words run together as well (up to four: "kestrel consumer lag"
+also asks for ``kestrelconsumerlag``), so any spelling finds any other, and a passage
+holding the identifier itself (a rare token, so a heavy one) ranks above one that only
+mentions its words in passing.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from typing import TYPE_CHECKING
 
 from langchain_contextkit.errors import ContextKitError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = [
     "TOKENIZE",
@@ -36,8 +51,12 @@ _CJK_RUN = re.compile(
     r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
     r"\U00020000-\U0002fa1f]+"
 )
-# Words as unicode61 sees them (letters and digits; `_` separates), minus CJK runs.
-_WORD = re.compile(r"[^\W_]+")
+# Words as unicode61 sees them (letters and digits), joined by single `_` or `-` into
+# identifiers; CJK runs are taken out first.
+_IDENTIFIER = re.compile(r"[^\W_]+(?:[_-][^\W_]+)*")
+_SEPARATOR = re.compile(r"[_-]")
+# Most neighbouring query words run together into one term ("kestrel consumer lag").
+_MAX_JOINED_WORDS = 4
 
 
 class SearchUnavailableError(ContextKitError):
@@ -71,20 +90,41 @@ def connect(schema: str, *, purpose: str) -> sqlite3.Connection:
 
 
 def index_text(text: str) -> str:
-    """Spell out CJK runs as characters plus bigrams, for FTS5 to index word by word."""
-    return _CJK_RUN.sub(lambda run: f" {' '.join(_grams(run.group(), unigrams=True))} ", text)
+    """Prepare text for FTS5 to index word by word.
+
+    CJK runs are spelled out as characters plus bigrams, and each identifier is followed
+    by its parts and its parts run together (``KestrelConsumerLag Kestrel Consumer Lag``),
+    whatever `unicode61` would not make of it itself.
+    """
+    # Identifiers are looked for between CJK runs only: the grams have nothing to cut.
+    pieces: list[str] = []
+    position = 0
+    for run in _CJK_RUN.finditer(text):
+        pieces.append(_IDENTIFIER.sub(_with_parts, text[position : run.start()]))
+        pieces.append(f" {' '.join(_grams(run.group(), unigrams=True))} ")
+        position = run.end()
+    pieces.append(_IDENTIFIER.sub(_with_parts, text[position:]))
+    return "".join(pieces)
 
 
 def query_terms(query: str) -> list[str]:
-    """The searchable terms of a query: words, and the bigrams of its CJK runs."""
-    terms: dict[str, None] = {}
+    """The searchable terms of a query, each once (ignoring case), in query order.
+
+    They are its words, each identifier whole and in parts (``maxRetryCount`` gives
+    ``maxRetryCount``, ``max``, ``Retry``, ``Count``), runs of two to four words only
+    spaces apart put together (``kestrel consumer lag`` gives ``kestrelconsumer``,
+    ``consumerlag`` and ``kestrelconsumerlag``, the last of which finds
+    ``KestrelConsumerLag``), and the bigrams of its CJK runs. A join may spell another
+    word ("on line" asks for ``online`` too), which only ever adds a hit.
+    """
+    terms: dict[str, str] = {}
     position = 0
     for run in _CJK_RUN.finditer(query):
-        terms.update(dict.fromkeys(_WORD.findall(query[position : run.start()])))
-        terms.update(dict.fromkeys(_grams(run.group(), unigrams=False)))
+        _add_terms(terms, _word_terms(query[position : run.start()]))
+        _add_terms(terms, _grams(run.group(), unigrams=False))
         position = run.end()
-    terms.update(dict.fromkeys(_WORD.findall(query[position:])))
-    return list(terms)
+    _add_terms(terms, _word_terms(query[position:]))
+    return list(terms.values())
 
 
 def match_expression(query: str) -> str | None:
@@ -96,6 +136,78 @@ def match_expression(query: str) -> str | None:
     if not terms:
         return None
     return " OR ".join(f'"{term}"' for term in terms)
+
+
+def _add_terms(terms: dict[str, str], new: Iterable[str]) -> None:
+    """Add terms not there yet; FTS5 folds case, so "Lag" and "lag" are one term."""
+    for term in new:
+        terms.setdefault(term.casefold(), term)
+
+
+def _word_terms(text: str) -> list[str]:
+    """The query terms of text without CJK: identifiers whole and in parts, then joins."""
+    terms: list[str] = []
+    run: list[str] = []  # the wholes of identifiers only spaces apart, the last one last
+    joined: list[str] = []
+    end = 0
+    for match in _IDENTIFIER.finditer(text):
+        pieces = _SEPARATOR.split(match.group())
+        whole = "".join(pieces)
+        terms.append(whole)
+        if len(pieces) > 1:
+            terms.extend(pieces)
+        terms.extend(
+            part for piece in pieces if len(parts := _case_parts(piece)) > 1 for part in parts
+        )
+        if run and not text[end : match.start()].isspace():
+            run = []
+        run = [*run[1 - _MAX_JOINED_WORDS :], whole]
+        joined.extend("".join(run[start:]) for start in range(len(run) - 2, -1, -1))
+        end = match.end()
+    return terms + joined
+
+
+def _with_parts(match: re.Match[str]) -> str:
+    """An identifier followed by what FTS5 should index besides its own tokens."""
+    identifier = match.group()
+    if _plain(identifier):
+        return identifier  # most words: a quick look, no split
+    pieces = _SEPARATOR.split(identifier)
+    # unicode61 indexes the pieces itself (it splits at `_` and `-`), not them run together,
+    # nor the case parts of a piece.
+    extra = ["".join(pieces)] if len(pieces) > 1 else []
+    for piece in pieces:
+        if len(parts := _case_parts(piece)) > 1:
+            extra.extend(parts)
+    return f"{identifier} {' '.join(extra)} " if extra else identifier
+
+
+def _case_parts(word: str) -> list[str]:
+    """A word cut where its case or its letters/digits change: ``HTTPServer2`` → HTTP, Server, 2.
+
+    A capital starts a part after a small letter (``consumerLag``), and the last capital of
+    a run of them starts the next part when a small letter follows (``HTTPServer``).
+    """
+    if _plain(word):
+        return [word]
+    parts: list[str] = []
+    start = 0
+    for i in range(1, len(word)):
+        before, here = word[i - 1], word[i]
+        if (
+            (before.islower() and here.isupper())
+            or (before.isupper() and here.isupper() and word[i + 1 : i + 2].islower())
+            or (before.isdigit() != here.isdigit())
+        ):
+            parts.append(word[start:i])
+            start = i
+    parts.append(word[start:])
+    return parts
+
+
+def _plain(word: str) -> bool:
+    """Tell (quickly) that a word has nothing to cut: all digits, or letters cased as prose."""
+    return word.isdigit() or (word.isalpha() and (word.islower() or word[1:].islower()))
 
 
 def _grams(run: str, *, unigrams: bool) -> list[str]:

@@ -3,8 +3,11 @@
 The ranking is SQLite FTS5's `bm25()` with per-column weights, over an in-memory database
 that lives as long as the store object. Unlike a rebuild-only index (bm25s, rank-bm25) a
 changed note costs one delete and one insert, whatever the number of notes. Tokenisation
-(CJK runs as characters and bigrams, Porter stemming elsewhere) is shared with the
-document search: see `langchain_contextkit._fts`.
+(CJK runs as characters and bigrams, identifiers such as ``retry_backoff_ms`` or
+``RetryBackoff`` whole and in parts, Porter stemming elsewhere) is shared with the
+document search: see `langchain_contextkit._fts`. A note's columns are re-derived from the
+note to delete its row (the table is contentless), so `index_text` must stay a pure
+function of the text.
 """
 
 from __future__ import annotations

@@ -162,12 +162,12 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_missing_key_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--model", "openai:gpt-4o-mini"]) == 2
+    assert main(["demo", "--model", "openai:gpt-4o-mini"]) == 1  # a setup failure
     assert "OPENAI_API_KEY" in one_line_error(capsys)
 
 
 def test_unknown_provider_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--model", "nosuch:some-model"]) == 2
+    assert main(["demo", "--model", "nosuch:some-model"]) == 2  # a bad argument
     assert "provider" in one_line_error(capsys)
 
 
@@ -175,7 +175,7 @@ def test_missing_provider_package_is_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "langchain_anthropic", None)
-    assert main(["demo", "--model", "anthropic:claude-sonnet-4-5"]) == 2
+    assert main(["demo", "--model", "anthropic:claude-sonnet-4-5"]) == 1
     assert "pip install langchain-anthropic" in one_line_error(capsys)
 
 
@@ -184,7 +184,7 @@ def test_base_url_without_langchain_openai_is_one_line(
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setitem(sys.modules, "langchain_openai", None)
-    assert main(["demo"]) == 2
+    assert main(["demo"]) == 1
     assert "langchain-openai" in one_line_error(capsys)
 
 
