@@ -748,14 +748,7 @@ class HistoryCompactor:
         over_ceiling = ceiling is not None and before > ceiling
         units = len(unit_starts(pending))
         if not over_ceiling and (before <= self.trigger_tokens or units <= self.keep_recent):
-            return CompactionResult(
-                view,
-                current,
-                compacted=False,
-                summarizer=None,
-                tokens_before=before,
-                tokens_after=before,
-            )
+            return _as_is(view, current, before)
 
         costs = message_costs(pending, self.token_counter)
         recap_reserve = self.max_summary_tokens + count_message_tokens(
@@ -768,41 +761,39 @@ class HistoryCompactor:
             # The kept turns alone would overflow the window: keep fewer (at least one).
             cut = tail_start(pending, ceiling - fixed, costs=costs, min_units=1)
         if cut == 0:
-            return CompactionResult(
-                view,
-                current,
-                compacted=False,
-                summarizer=None,
-                tokens_before=before,
-                tokens_after=before,
-            )
+            return _as_is(view, current, before)
 
-        aged = pending[:cut]
-        transcript = render_transcript(aged)
-        limit = self.max_summary_tokens
-        if previous is None:
-            text, instruction = transcript, self.prompts.summary_instruction(max_tokens=limit)
+        return self._new_plan(
+            _Plan(
+                system,
+                pending,
+                covered,
+                previous,
+                current,
+                cut,
+                "",
+                "",
+                before,
+                overhead,
+                view,
+                "",
+                cap=self.max_summary_tokens,
+            )
+        )
+
+    def _new_plan(self, plan: _Plan) -> _Plan:
+        """`plan` with its summariser texts written: the transcript and the instructions."""
+        transcript = render_transcript(plan.pending[: plan.cut])
+        if plan.previous is None:
+            plan.text = transcript
+            plan.instruction = self.prompts.summary_instruction(max_tokens=plan.cap)
         else:
-            text = compose_extension(previous, transcript)
-            instruction = self.prompts.extend_instruction(max_tokens=limit)
-        view_instruction = self.prompts.view_summary_instruction(
-            max_tokens=limit, keep_last=len(pending) - cut
+            plan.text = compose_extension(plan.previous, transcript)
+            plan.instruction = self.prompts.extend_instruction(max_tokens=plan.cap)
+        plan.view_instruction = self.prompts.view_summary_instruction(
+            max_tokens=plan.cap, keep_last=len(plan.pending) - plan.cut
         )
-        return _Plan(
-            system,
-            pending,
-            covered,
-            previous,
-            current,
-            cut,
-            text,
-            instruction,
-            before,
-            overhead,
-            view,
-            view_instruction,
-            cap=limit,
-        )
+        return plan
 
     def marks(self, room: int) -> WaterMarks:
         """The high- and low-water marks of a history room of `room` tokens (sized mode)."""
@@ -897,41 +888,26 @@ class HistoryCompactor:
                 None if digests is None else digests[base],
             )
         if target == base:
-            return CompactionResult(
-                view,
+            return _as_is(view, current, before)
+        return self._new_plan(
+            _Plan(
+                system,
+                pending,
+                base,
+                previous,
                 current,
-                compacted=False,
-                summarizer=None,
-                tokens_before=before,
-                tokens_after=before,
+                target - base,
+                "",
+                "",
+                before,
+                overhead,
+                view,
+                "",
+                cap=marks.recap,
+                digest=None if digests is None else digests[target],
+                cuts=tuple(c - base for c in cuts),
+                cut_digests=tuple(None if digests is None else digests[c] for c in cuts),
             )
-        cut = target - base
-        transcript = render_transcript(pending[:cut])
-        if previous is None:
-            text, instruction = transcript, self.prompts.summary_instruction(max_tokens=marks.recap)
-        else:
-            text = compose_extension(previous, transcript)
-            instruction = self.prompts.extend_instruction(max_tokens=marks.recap)
-        view_instruction = self.prompts.view_summary_instruction(
-            max_tokens=marks.recap, keep_last=len(pending) - cut
-        )
-        return _Plan(
-            system,
-            pending,
-            base,
-            previous,
-            current,
-            cut,
-            text,
-            instruction,
-            before,
-            overhead,
-            view,
-            view_instruction,
-            cap=marks.recap,
-            digest=None if digests is None else digests[target],
-            cuts=tuple(c - base for c in cuts),
-            cut_digests=tuple(None if digests is None else digests[c] for c in cuts),
         )
 
     def _finish(
@@ -1055,6 +1031,15 @@ class HistoryCompactor:
 
 def _is_recap(message: BaseMessage) -> bool:
     return isinstance(message.id, str) and message.id.startswith(RECAP_ID_PREFIX)
+
+
+def _as_is(
+    view: list[BaseMessage], current: RunningSummary | None, tokens: int
+) -> CompactionResult:
+    """The view unchanged: no summary was made in this call."""
+    return CompactionResult(
+        view, current, compacted=False, summarizer=None, tokens_before=tokens, tokens_after=tokens
+    )
 
 
 def _summary_fits(
