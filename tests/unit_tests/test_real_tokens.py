@@ -324,3 +324,26 @@ def test_a_refused_call_is_reassembled_smaller_and_sent_once_more() -> None:
     assert len(calls) == 2
     assert count_message_tokens(calls[1]) * 2 <= 1500  # sized by the refusal's own figure
     assert len(agent.get_state(config).values["messages"]) == len(history) + 1  # untouched
+
+
+def test_a_calibrated_ledger_divides_the_window_and_speaks_provider_tokens() -> None:
+    from langchain_core.messages import SystemMessage
+
+    from langchain_contextkit.window import WindowAssembler
+
+    history: list[Any] = []
+    for n in range(60):
+        history += [HumanMessage(f"Shelf {n} holds {n * 3} boxes. " * 5), AIMessage("Noted.")]
+    calibration = Calibration((1.5, 1.5, 1.5), 3)
+    assembler = WindowAssembler(window=3000)
+    plain = assembler.assemble(history, system_message=SystemMessage("Count boxes."))
+    scaled = assembler.assemble(
+        history, system_message=SystemMessage("Count boxes."), calibration=calibration
+    )
+    ledger = scaled.ledger
+    parts = ("system", "tools", "summary", "retrieval", "history", "turn", "free")
+    assert sum(getattr(ledger, p) for p in parts) + ledger.output_reserve == ledger.window == 3000
+    assert ledger.factor == 1.5
+    assert ledger.estimated * 1.5 <= ledger.window - ledger.output_reserve
+    assert abs(ledger.prompt - ledger.estimated * 1.5) <= 6  # rounding of six parts
+    assert ledger.estimated < plain.ledger.estimated  # less of the history fits
