@@ -78,12 +78,12 @@ RETRIEVAL_ID = "contextkit-retrieval"
 """Id of the retrieval-block message, so it is recognised (and never stored as history)."""
 
 _REPLY_PRIMING = 3
-_BAR_PARTS = (
+_BAR_PARTS = (  # in the request's own order: the cache-first layout
     ("system", "S"),
     ("tools", "T"),
     ("summary", "R"),
-    ("retrieval", "K"),
     ("history", "H"),
+    ("retrieval", "K"),
     ("turn", "Q"),
     ("free", "."),
     ("output_reserve", "O"),
@@ -149,7 +149,7 @@ class CallLedger:
         return asdict(self)
 
     def bar(self, width: int = 60) -> str:
-        """The window drawn as one line of letters, one per part (see the legend).
+        """The window drawn as one line of letters, one per part, in layout order (`LEGEND`).
 
         Example:
             ```python
@@ -170,7 +170,7 @@ class CallLedger:
                 reduced=False,
             )
             print(ledger.bar(20))
-            # SSTTKKKKHHQQ....OOOO
+            # SSTTHHKKKKQQ....OOOO
             ```
         """
         cells = []
@@ -202,7 +202,7 @@ def with_ledger(ledgers: Sequence[Any], ledger: CallLedger, size: int) -> list[A
 
 
 LEGEND = (
-    "S system  T tools  R summary  K retrieval  H history  Q current turn  . free  O output reserve"
+    "S system  T tools  R summary  H history  K retrieval  Q current turn  . free  O output reserve"
 )
 
 
