@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     Requests = Generator[list[Request], list[str], str]
 
-__all__ = ["pack_chunks", "run_async", "run_sync", "summary_requests"]
+__all__ = ["fitted_requests", "pack_chunks", "run_async", "run_sync", "summary_requests"]
 
 _MAX_CONCURRENCY = 4
 """Chunk summaries in flight at once (async): enough to overlap, few enough for rate limits."""
@@ -114,6 +114,39 @@ def summary_requests(
             for group in groups
         ]
     return items[0]
+
+
+SAFETY = 0.1
+"""Share of the summariser's window kept free for the estimator's error."""
+
+
+def fitted_requests(
+    blocks: Sequence[str],
+    previous: str | None,
+    *,
+    window: int | None,
+    cap: int,
+    prompts: PromptRegistry,
+    counter: TokenCounter,
+) -> Requests:
+    """`summary_requests` sized for a summariser whose window is `window` tokens.
+
+    The instruction, its data fence, the summary it writes and a tenth of the window for
+    the estimate's error come off first; what is left is the text one request may carry.
+    A merge request holds two summaries and answers with one, so each summary gets at
+    most a quarter of it. Without a window, one request carries everything, as written.
+    """
+    if window is None:
+        limit = 10**12
+    else:
+        usable = int(window * (1 - SAFETY))
+        instruction = prompts.extend_instruction(max_tokens=cap)
+        framing = counter(prompts.with_data_boundary(instruction, "")) + 16
+        cap = max(1, min(cap, (usable - framing) // 4))
+        limit = usable - framing - cap
+    return summary_requests(
+        blocks, previous, limit=max(1, limit), cap=cap, prompts=prompts, counter=counter
+    )
 
 
 def _capped(answer: str, cap: int, counter: TokenCounter) -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._checks import check_count, from_known_fields
-from langchain_contextkit._chunked_summary import run_async, run_sync, summary_requests
+from langchain_contextkit._chunked_summary import fitted_requests, run_async, run_sync
 from langchain_contextkit._recap_grid import WaterMarks, grid_cuts, prefix_digests
 from langchain_contextkit.budget import model_limits
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
@@ -99,9 +99,6 @@ class _SeedDefault(int):
 DEFAULT_TRIGGER_TOKENS: int = _SeedDefault(2000)
 """The seed's standalone trigger. Left at it, a compactor in an agent is sized by the
 window's high- and low-water marks instead (see `HistoryCompactor`)."""
-
-_SUMMARY_SAFETY = 0.1
-"""Share of the summariser's window kept free for the estimator's error."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -651,22 +648,11 @@ class HistoryCompactor:
         sized: bool,
     ) -> Generator[list[tuple[str, str]], list[str], str]:
         """The summariser requests for one epoch: one when it fits, else map-reduce."""
-        blocks = [render_transcript([message]) for message in aged]
-        window = plan.summarizer_window if sized else None
-        if window is None:
-            limit, cap = 10**12, plan.cap  # no window to fit: one request, as written
-        else:
-            usable = int(window * (1 - _SUMMARY_SAFETY))
-            instruction = self.prompts.extend_instruction(max_tokens=plan.cap)
-            framing = self.token_counter(self.prompts.with_data_boundary(instruction, "")) + 16
-            # A merge request holds two summaries and answers with one: three caps at least.
-            cap = max(1, min(plan.cap, (usable - framing) // 4))
-            limit = usable - framing - cap
-        return summary_requests(
-            blocks,
+        return fitted_requests(
+            [render_transcript([message]) for message in aged],
             previous,
-            limit=max(1, limit),
-            cap=cap,
+            window=plan.summarizer_window if sized else None,
+            cap=plan.cap,
             prompts=self.prompts,
             counter=self.token_counter,
         )

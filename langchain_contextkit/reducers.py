@@ -39,6 +39,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_contextkit._async import run_sync
 from langchain_contextkit._checks import check_count, from_known_fields
+from langchain_contextkit._chunked_summary import SAFETY, fitted_requests, run_async
+from langchain_contextkit.budget import model_limits
 from langchain_contextkit.errors import ContextWindowExceeded
 from langchain_contextkit.facts import FactIndex, normalised
 from langchain_contextkit.messages import find_message_problems, split_system, unit_starts
@@ -156,6 +158,15 @@ def _as_async(summarize: SummarizerLike | None, room: int, counter: TokenCounter
     return call
 
 
+def _fits(
+    text: str, instruction: str, room: int, window: int | None, counter: TokenCounter
+) -> bool:
+    """Whether one summariser request (text, instruction, the answer) fits `window`."""
+    if window is None:
+        return True
+    return counter(text) + counter(instruction) + room + 64 <= int(window * (1 - SAFETY))
+
+
 async def _summary_within(
     summarize: SummarizerLike | None,
     text: str,
@@ -172,7 +183,22 @@ async def _summary_within(
     if room < 1:
         return ""
     try:
-        summary = await _as_async(summarize, room, counter)(text, instruction)
+        window = model_limits(summarize.llm)[0] if isinstance(summarize, LLMSummarizer) else None
+        if isinstance(summarize, LLMSummarizer) and not _fits(
+            text, instruction, room, window, counter
+        ):
+            # Too long for the model's own window: summarised in chunks, then merged.
+            requests = fitted_requests(
+                text.split("\n"),
+                None,
+                window=window,
+                cap=room,
+                prompts=summarize.prompts,
+                counter=counter,
+            )
+            summary = await run_async(requests, summarize.asummarize)
+        else:
+            summary = await _as_async(summarize, room, counter)(text, instruction)
     except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost data
         logger.warning(
             "summariser failed (%s: %s); using the extractive one", type(exc).__name__, exc

@@ -166,3 +166,27 @@ async def test_async_map_runs_the_chunks_concurrently_and_agrees_with_sync() -> 
     async_ = await run_async(summary_requests(blocks, None, **args), asummarize)
     assert sync == async_
     assert all(f"F{i}" in sync.split() for i in range(12))
+
+
+async def test_a_reducers_llm_summary_is_chunked_to_the_models_window() -> None:
+    from langchain_core.messages import ToolMessage
+
+    from langchain_contextkit import count_message_tokens, reduce_agent
+    from langchain_contextkit.summarizers import summarizer_from_llm
+    from langchain_contextkit.testing import ScriptedChatModel
+
+    def summarise(messages: list[BaseMessage]) -> AIMessage:
+        facts = sorted(set(re.findall(r"F\d+", messages[-1].text)))
+        return AIMessage(" ".join(facts) or "nothing")
+
+    model = ScriptedChatModel(respond=summarise, context_window=1_500)
+    loop: list[BaseMessage] = [HumanMessage("Audit every shelf.")]
+    for step in range(12):
+        call = {"name": "audit", "args": {"shelf": step}, "id": f"a{step}"}
+        result = f"F{step}: shelf {step} " + "counted and sealed, " * 120
+        loop += [AIMessage("", tool_calls=[call]), ToolMessage(result, tool_call_id=f"a{step}")]
+    reduced = await reduce_agent(loop, 900, summarizer_from_llm(model), keep_recent_steps=1)
+    assert len(model.requests) > 1  # ~12k tokens of old steps: more than one request
+    assert all(count_message_tokens(request) <= 1_500 for request in model.requests)
+    summary = next(m for m in reduced if "F0" in m.text)
+    assert all(f"F{step}" in summary.text for step in range(10))
