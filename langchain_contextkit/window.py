@@ -96,6 +96,9 @@ class Anchor:
 
     estimated: int
     reported: int
+    growth: float | None = None
+    """Provider tokens per estimated token of what recent calls *added* to the one
+    before (None when unknown): the new part of this request is priced by it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -590,7 +593,8 @@ class WindowAssembler:
         if anchor is not None and not compaction.compacted and prompt >= anchor.estimated:
             # The request extends the previous one, whose real size the provider reported:
             # only the new part is an estimate.
-            known = anchor.reported + (prompt - anchor.estimated) * factor
+            rate = factor if anchor.growth is None else anchor.growth
+            known = anchor.reported + (prompt - anchor.estimated) * rate
             factor = known / prompt if prompt else factor
         parts = {
             "system": budget.system_tokens,
