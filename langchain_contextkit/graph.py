@@ -488,11 +488,6 @@ def context_node(
         ```
     """
     check_count("ledger_size", ledger_size, minimum=1)
-    if compactor is None:
-        compactor = HistoryCompactor(token_counter=token_counter or count_tokens)
-    elif token_counter is not None and compactor.token_counter is not token_counter:
-        msg = "the compactor counts tokens with another counter than token_counter="
-        raise ConfigError(msg)
     assembler = WindowAssembler(
         window=window,
         compactor=compactor,
@@ -502,6 +497,7 @@ def context_node(
         budget_config=budget_config,
         reduce_trajectory=reduce_trajectory,
         keep_recent_steps=keep_recent_steps,
+        token_counter=token_counter,
     )
     system = SystemMessage(system_prompt) if system_prompt else None
 

@@ -105,13 +105,9 @@ Sharing it is deliberate: each rewrites the request the model sees, so stacking 
 names when the agent is built ("Please remove duplicate middleware instances")."""
 
 
-def _checked_compactor(
-    compactor: object, owner: str, counter: TokenCounter | None = None
-) -> HistoryCompactor:
-    """The compactor argument, or a `ConfigError` that says what to pass instead."""
-    if compactor is None:
-        return HistoryCompactor(token_counter=counter or count_tokens)
-    if isinstance(compactor, HistoryCompactor):
+def _checked_compactor(compactor: object, owner: str) -> HistoryCompactor | None:
+    """The compactor argument (None stays None), or a `ConfigError` saying what to pass."""
+    if compactor is None or isinstance(compactor, HistoryCompactor):
         return compactor
     slot = "compactor=" if owner == "ContextKitMiddleware" else ""
     hint = f"{owner}({slot}HistoryCompactor(model))"
@@ -119,19 +115,6 @@ def _checked_compactor(
         hint += ", or ContextKitMiddleware.for_model(model)"
     msg = f"{owner} takes a HistoryCompactor, got {type(compactor).__name__}: use {hint}"
     raise ConfigError(msg)
-
-
-def _compactor_counting_with(
-    compactor: HistoryCompactor, counter: TokenCounter | None
-) -> HistoryCompactor:
-    """`compactor`, checked to count with `counter` (one counter per ledger)."""
-    if counter is not None and compactor.token_counter is not counter:
-        msg = (
-            "the compactor counts tokens with another counter than token_counter=: give "
-            "the same one to both (HistoryCompactor(..., token_counter=...))"
-        )
-        raise ConfigError(msg)
-    return compactor
 
 
 def exact_counter_for(model: object) -> TokenCounter | None:
@@ -292,7 +275,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
                 passed here belongs in `HistoryCompactor(model)`).
         """
         super().__init__()
-        self.compactor = _checked_compactor(compactor, "CompactionMiddleware")
+        self.compactor = _checked_compactor(compactor, "CompactionMiddleware") or HistoryCompactor()
         self.window = window
         self.budget_config = budget_config or WindowBudgetConfig()
         self.summarize_in_place = summarize_in_place
@@ -503,16 +486,14 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         check_count("ledger_size", ledger_size, minimum=1)
         self.assembler = WindowAssembler(
             window=window,
-            compactor=_compactor_counting_with(
-                _checked_compactor(compactor, "ContextKitMiddleware", token_counter),
-                token_counter,
-            ),
+            compactor=_checked_compactor(compactor, "ContextKitMiddleware"),
             sources=sources,
             note_store=note_store,
             context_config=context_config,
             budget_config=budget_config,
             reduce_trajectory=reduce_trajectory,
             keep_recent_steps=keep_recent_steps,
+            token_counter=token_counter,
         )
         self.ledger_size = ledger_size
         self.summarize_in_place = summarize_in_place

@@ -295,7 +295,10 @@ class WindowAssembler:
         if compactor is None:
             compactor = HistoryCompactor(token_counter=token_counter or count_tokens)
         elif token_counter is not None and compactor.token_counter is not token_counter:
-            msg = "the compactor counts tokens with another counter than token_counter="
+            msg = (
+                "the compactor counts tokens with another counter than token_counter=: give "
+                "the same one to both (HistoryCompactor(..., token_counter=...))"
+            )
             raise ConfigError(msg)
         self.compactor = compactor
         self.sources = list(sources)
@@ -590,12 +593,13 @@ class WindowAssembler:
             raise AssertionError(msg)
         # The ledger speaks the provider's tokens: each part scaled by the calibration.
         factor = 1.0 if calibration is None else calibration.factor
+        scale = factor
         if anchor is not None and not compaction.compacted and prompt >= anchor.estimated:
             # The request extends the previous one, whose real size the provider reported:
             # only the new part is an estimate.
             rate = factor if anchor.growth is None else anchor.growth
             known = anchor.reported + (prompt - anchor.estimated) * rate
-            factor = known / prompt if prompt else factor
+            scale = known / prompt if prompt else factor
         parts = {
             "system": budget.system_tokens,
             "tools": budget.tool_tokens,
@@ -604,7 +608,7 @@ class WindowAssembler:
             "history": history_tokens,
             "turn": turn_tokens,
         }
-        scaled = {name: round(tokens * factor) for name, tokens in parts.items()}
+        scaled = {name: round(tokens * scale) for name, tokens in parts.items()}
         ledger = CallLedger(
             call=call,
             window=real.window,
@@ -619,7 +623,7 @@ class WindowAssembler:
             compacted=compaction.compacted,
             reduced=reduced,
             estimated=prompt,
-            factor=1.0 if calibration is None else calibration.factor,
+            factor=factor,
         )
         return WindowAssembly(messages, compaction.summary, ledger, compaction)
 
