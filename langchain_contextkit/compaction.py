@@ -39,7 +39,6 @@ from langchain_contextkit.summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
     Summarize,
-    compose_extension,
     render_transcript,
     summarizer_from_llm,
 )
@@ -255,12 +254,9 @@ class _Plan:
     previous: str | None
     current: RunningSummary | None  # the summary in force before this call
     cut: int  # pending[:cut] ages out
-    text: str
-    instruction: str
     tokens_before: int
     overhead: int
     view: list[BaseMessage]  # the view before this compaction, as the model saw it
-    view_instruction: str
     cap: int  # the recap's cap for this call
     digest: str | None = None  # names pending[:cut] with what precedes it (sized plans)
     summarizer_window: int | None = None  # the transcript summariser's window, when known
@@ -529,7 +525,7 @@ class HistoryCompactor:
         if summarize_view is not None and len(plan.epochs()) == 1:
             # In place only for one epoch: a chain of several is summarised epoch by epoch,
             # so that its recap is the same whichever call (or process) makes it.
-            view, instruction = plan.view, plan.view_instruction
+            view, instruction = plan.view, self._view_instruction(plan)
             attempts.append(("prefix", lambda: summarize_view(view, instruction)))
         transcript = summarize or self._llm_summarizer
         if transcript is not None:
@@ -573,7 +569,7 @@ class HistoryCompactor:
         if asummarize_view is not None and len(plan.epochs()) == 1:
             # In place only for one epoch: a chain of several is summarised epoch by epoch,
             # so that its recap is the same whichever call (or process) makes it.
-            view, instruction = plan.view, plan.view_instruction
+            view, instruction = plan.view, self._view_instruction(plan)
             attempts.append(("prefix", lambda: asummarize_view(view, instruction)))
         if asummarize is not None:
             callback = asummarize
@@ -615,7 +611,7 @@ class HistoryCompactor:
         previous = plan.previous
         for start, end, digest in plan.epochs():
             requests = self._requests(plan, plan.pending[start:end], previous, sized=sized)
-            previous = self._epoch_recap(run_sync(requests, summarize), plan.cap, digest, end, plan)
+            previous = self._epoch_recap(run_sync(requests, summarize), digest, end, plan)
         return previous or ""
 
     async def _achain(self, plan: _Plan, asummarize: ASummarize, *, sized: bool = True) -> str:
@@ -624,17 +620,17 @@ class HistoryCompactor:
         for start, end, digest in plan.epochs():
             requests = self._requests(plan, plan.pending[start:end], previous, sized=sized)
             text = await run_async(requests, asummarize)
-            previous = self._epoch_recap(text, plan.cap, digest, end, plan)
+            previous = self._epoch_recap(text, digest, end, plan)
         return previous or ""
 
-    def _epoch_recap(self, text: str, cap: int, digest: str | None, end: int, plan: _Plan) -> str:
+    def _epoch_recap(self, text: str, digest: str | None, end: int, plan: _Plan) -> str:
         """An intermediate epoch's recap, capped and remembered; the last one is returned."""
         if end == plan.cut:
             return text  # `_finish` checks, caps and remembers the final recap
         if not text.strip():
             msg = "the summariser returned no text"
             raise ValueError(msg)
-        recap = truncate_to_tokens(text.strip(), cap, self.token_counter)
+        recap = truncate_to_tokens(text.strip(), plan.cap, self.token_counter)
         if digest is not None:
             self._recaps.put(digest, recap)
         return recap
@@ -749,37 +745,24 @@ class HistoryCompactor:
         if cut == 0:
             return _as_is(view, current, before)
 
-        return self._new_plan(
-            _Plan(
-                system,
-                pending,
-                covered,
-                previous,
-                current,
-                cut,
-                "",
-                "",
-                before,
-                overhead,
-                view,
-                "",
-                cap=self.max_summary_tokens,
-            )
+        return _Plan(
+            system,
+            pending,
+            covered,
+            previous,
+            current,
+            cut,
+            before,
+            overhead,
+            view,
+            cap=self.max_summary_tokens,
         )
 
-    def _new_plan(self, plan: _Plan) -> _Plan:
-        """`plan` with its summariser texts written: the transcript and the instructions."""
-        transcript = render_transcript(plan.pending[: plan.cut])
-        if plan.previous is None:
-            plan.text = transcript
-            plan.instruction = self.prompts.summary_instruction(max_tokens=plan.cap)
-        else:
-            plan.text = compose_extension(plan.previous, transcript)
-            plan.instruction = self.prompts.extend_instruction(max_tokens=plan.cap)
-        plan.view_instruction = self.prompts.view_summary_instruction(
+    def _view_instruction(self, plan: _Plan) -> str:
+        """The in-place summary's instruction: all of the view but its kept tail."""
+        return self.prompts.view_summary_instruction(
             max_tokens=plan.cap, keep_last=len(plan.pending) - plan.cut
         )
-        return plan
 
     def marks(self, room: int) -> WaterMarks:
         """The high- and low-water marks of a history room of `room` tokens (sized mode)."""
@@ -875,25 +858,20 @@ class HistoryCompactor:
             )
         if target == base:
             return _as_is(view, current, before)
-        return self._new_plan(
-            _Plan(
-                system,
-                pending,
-                base,
-                previous,
-                current,
-                target - base,
-                "",
-                "",
-                before,
-                overhead,
-                view,
-                "",
-                cap=marks.recap,
-                digest=None if digests is None else digests[target],
-                cuts=tuple(c - base for c in cuts),
-                cut_digests=tuple(None if digests is None else digests[c] for c in cuts),
-            )
+        return _Plan(
+            system,
+            pending,
+            base,
+            previous,
+            current,
+            target - base,
+            before,
+            overhead,
+            view,
+            cap=marks.recap,
+            digest=None if digests is None else digests[target],
+            cuts=tuple(c - base for c in cuts),
+            cut_digests=tuple(None if digests is None else digests[c] for c in cuts),
         )
 
     def _finish(
