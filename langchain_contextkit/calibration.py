@@ -25,7 +25,9 @@ assert calibration.real(1000) == round(1000 * calibration.factor)
 
 from __future__ import annotations
 
+import itertools
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +40,7 @@ __all__ = [
     "MIN_FACTOR",
     "Calibration",
     "Usage",
+    "growth_rate",
     "learn_from_history",
     "reported_usage",
 ]
@@ -56,6 +59,14 @@ _WINDOW = 8
 
 _RANK = 3
 """The factor is the `_RANK`-th largest of the recent ratios (the largest while fewer)."""
+
+
+_GROWTH_MIN = 32
+"""Estimated tokens a call must add to the one before for its growth to be measured."""
+
+
+def _bounded(ratio: float) -> float:
+    return min(MAX_FACTOR, max(MIN_FACTOR, ratio))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +120,7 @@ class Calibration:
             return 1.0
         ranked = sorted(self.ratios, reverse=True)
         chosen = ranked[_RANK - 1] if len(ranked) >= _RANK else ranked[0]
-        return min(MAX_FACTOR, max(MIN_FACTOR, chosen))
+        return _bounded(chosen)
 
     def real(self, estimated: int) -> int:
         """`estimated` tokens in the provider's tokens, by the current factor."""
@@ -126,7 +137,7 @@ class Calibration:
         """
         if estimated <= 0 or reported <= 0:
             return self
-        ratio = min(MAX_FACTOR, max(MIN_FACTOR, reported / estimated))
+        ratio = _bounded(reported / estimated)
         return Calibration((*self.ratios, ratio)[-_WINDOW:], self.calls + 1, self.window)
 
     def observe_refusal(
@@ -170,7 +181,7 @@ class Calibration:
         calls = stored.get("calls")
         if not isinstance(raw, list) or not all(isinstance(r, (int, float)) for r in raw):
             return cls()
-        ratios = tuple(min(MAX_FACTOR, max(MIN_FACTOR, float(r))) for r in raw if r > 0)
+        ratios = tuple(_bounded(float(r)) for r in raw if r > 0)
         window = stored.get("window")
         return cls(
             ratios[-_WINDOW:],
@@ -202,3 +213,27 @@ def learn_from_history(
         return calibration, out
     out[-1] = {**last, "reported": usage.input_tokens, "cache_read": usage.cache_read}
     return calibration.observe(estimated, usage.input_tokens), out
+
+
+def growth_rate(ledgers: Sequence[Any]) -> float | None:
+    """Reported per estimated tokens of what recent calls added to the call before them.
+
+    A call that extended the previous one (no compaction, no retry) added a known amount
+    of estimated tokens and the provider says how many real ones: the new text of the
+    next call is most like that, more than like the whole request. The median of the
+    last eight such additions, bounded like the factor; None with fewer than two.
+    """
+    rates: list[float] = []
+    for before, after in itertools.pairwise(ledgers[-(_WINDOW + 1) :]):
+        if not (isinstance(before, Mapping) and isinstance(after, Mapping)):
+            continue
+        if after.get("compacted") or after.get("retried") or before.get("retried"):
+            continue
+        try:
+            added = after["estimated"] - before["estimated"]
+            real = after["reported"] - before["reported"]
+        except (KeyError, TypeError):
+            continue
+        if added >= _GROWTH_MIN and real > 0:
+            rates.append(_bounded(real / added))
+    return statistics.median(rates) if len(rates) >= 2 else None  # noqa: PLR2004

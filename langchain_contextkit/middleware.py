@@ -12,10 +12,8 @@ stays byte-stable between compactions.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import math
-import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
@@ -42,9 +40,8 @@ from langchain_contextkit.budget import (
 )
 from langchain_contextkit.calibration import (
     CALIBRATION_KEY,
-    MAX_FACTOR,
-    MIN_FACTOR,
     Calibration,
+    growth_rate,
     reported_usage,
 )
 from langchain_contextkit.compaction import (
@@ -720,10 +717,6 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         return self._respond(call, assembly, response, retried=False)
 
 
-_GROWTH_MIN = 32
-"""Estimated tokens a call must add to the one before for its growth to be measured."""
-
-
 def _anchor(ledgers: Sequence[Any]) -> Anchor | None:
     """The previous call's estimate and report, when state has both, and recent growth."""
     last = ledgers[-1] if ledgers else None
@@ -731,32 +724,8 @@ def _anchor(ledgers: Sequence[Any]) -> Anchor | None:
         return None
     estimated, reported = last.get("estimated"), last.get("reported")
     if isinstance(estimated, int) and isinstance(reported, int) and estimated > 0:
-        return Anchor(estimated, reported, _growth(ledgers))
+        return Anchor(estimated, reported, growth_rate(ledgers))
     return None
-
-
-def _growth(ledgers: Sequence[Any]) -> float | None:
-    """Reported per estimated tokens of what recent calls added to the call before them.
-
-    A call that extended the previous one (no compaction, no retry) added a known amount
-    of estimated tokens and the provider says how many real ones: the new text of the
-    next call is most like that, more than like the whole request. The median of the
-    last eight such additions, bounded like the calibration; None with fewer than two.
-    """
-    rates: list[float] = []
-    for before, after in itertools.pairwise(ledgers[-9:]):
-        if not (isinstance(before, dict) and isinstance(after, dict)):
-            continue
-        if after.get("compacted") or after.get("retried") or before.get("retried"):
-            continue
-        try:
-            added = after["estimated"] - before["estimated"]
-            real = after["reported"] - before["reported"]
-        except (KeyError, TypeError):
-            continue
-        if added >= _GROWTH_MIN and real > 0:
-            rates.append(min(MAX_FACTOR, max(MIN_FACTOR, real / added)))
-    return statistics.median(rates) if len(rates) >= 2 else None  # noqa: PLR2004
 
 
 def _sendable(assembly: WindowAssembly) -> list[AnyMessage]:
