@@ -158,12 +158,8 @@ def _as_async(summarize: SummarizerLike | None, room: int, counter: TokenCounter
     return call
 
 
-def _fits(
-    text: str, instruction: str, room: int, window: int | None, counter: TokenCounter
-) -> bool:
+def _fits(text: str, instruction: str, room: int, window: int, counter: TokenCounter) -> bool:
     """Whether one summariser request (text, instruction, the answer) fits `window`."""
-    if window is None:
-        return True
     return counter(text) + counter(instruction) + room + 64 <= int(window * (1 - SAFETY))
 
 
@@ -183,9 +179,12 @@ async def _summary_within(
     if room < 1:
         return ""
     try:
-        window = model_limits(summarize.llm)[0] if isinstance(summarize, LLMSummarizer) else None
-        if isinstance(summarize, LLMSummarizer) and not _fits(
-            text, instruction, room, window, counter
+        llm = summarize if isinstance(summarize, LLMSummarizer) else None
+        window = None if llm is None else model_limits(llm.llm)[0]
+        if (
+            llm is not None
+            and window is not None
+            and not _fits(text, instruction, room, window, counter)
         ):
             # Too long for the model's own window: summarised in chunks, then merged.
             requests = fitted_requests(
@@ -193,10 +192,10 @@ async def _summary_within(
                 None,
                 window=window,
                 cap=room,
-                prompts=summarize.prompts,
+                prompts=llm.prompts,
                 counter=counter,
             )
-            summary = await run_async(requests, summarize.asummarize)
+            summary = await run_async(requests, llm.asummarize)
         else:
             summary = await _as_async(summarize, room, counter)(text, instruction)
     except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost data
