@@ -712,14 +712,7 @@ class HistoryCompactor:
         system, rest, previous = self._split_recap(history)
         covered = 0
         if previous is None and summary is not None:
-            if _summary_fits(summary, rest):
-                previous, covered = summary.text, summary.covered
-            else:
-                logger.warning(
-                    "running summary (covering %d messages) does not match this history; "
-                    "ignoring it",
-                    summary.covered,
-                )
+            previous, covered = self._summary_in_force(summary, rest, None)
         pending = rest[covered:]
         view = self._view(system, previous, covered, pending)
         before = self._tokens(view, overhead)
