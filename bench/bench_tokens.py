@@ -6,12 +6,17 @@
 Accuracy per category (relative error of each document's count against cl100k): mean
 absolute error, mean signed error (bias; negative = underestimate, which is what overflows
 a window) and the worst document, for our estimate, for langchain-core's
-`count_tokens_approximately` and for the seed's plain rule (one token per CJK character,
-four characters per token otherwise). Speed: documents per second of `count_tokens` and of
-tiktoken's `encode_ordinary` on the same corpus in the same process, best of several runs.
+`count_tokens_approximately` (one `HumanMessage` of the text with no per-message overhead:
+its rule is the characters of the content and of the role "user", four to a token,
+rounded up) and for the seed's plain rule (one token per CJK character, four characters
+per token otherwise). Speed: characters per second of `count_tokens` and of tiktoken's
+`encode_ordinary` on the same corpus in the same process, best of several runs.
 
-Targets (issue 2): MAE <= 10% in every category, no category biased low by more than 10%,
-worst document <= 50%, and at least 5x tiktoken's throughput.
+Targets (issue 2, tightened by issue 16): in every category a mean absolute error <= 10%,
+a mean signed error >= -5% (a few percent over is the safe side) and a worst document
+<= 50%; at least 5x tiktoken's throughput. Each breach prints a FAIL line and the exit
+status is 1. The original categories must have documents; the man-page and Debian
+documentation categories are reported empty where the machine lacks them.
 """
 
 from __future__ import annotations
@@ -40,8 +45,13 @@ if TYPE_CHECKING:
 _CJK = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]"
 )
-# The extra categories are reported, not held to the targets.
-REQUIRED = [c for c in CATEGORIES if c not in {"cyrillic/greek", "hex digests"}]
+# Categories that must have documents: the ones built from files every machine of this
+# project has. Man pages and package documentation vary with what Debian installed.
+REQUIRED = [c for c in CATEGORIES if not c.startswith(("man ", "debian "))]
+MAX_MAE = 10.0
+MIN_BIAS = -5.0
+MAX_WORST = 50.0
+MIN_SPEEDUP = 5.0
 
 
 def seed_rule(text: str) -> int:
@@ -63,6 +73,18 @@ def errors(
         100 * sum(rel) / len(rel),
         100 * max(abs(r) for r in rel),
     )
+
+
+def breaches(name: str, mae: float, bias: float, worst: float) -> list[str]:
+    """What one category of `count_tokens` misses of the targets."""
+    found = []
+    if mae > MAX_MAE:
+        found.append(f"{name}: MAE {mae:.1f}% > {MAX_MAE:.0f}%")
+    if bias < MIN_BIAS:
+        found.append(f"{name}: biased low {bias:.1f}% < {MIN_BIAS:.0f}%")
+    if worst > MAX_WORST:
+        found.append(f"{name}: worst document {worst:.1f}% > {MAX_WORST:.0f}%")
+    return found
 
 
 def best_time(fn: Callable[[str], object], docs: list[str], repeats: int) -> float:
@@ -107,13 +129,8 @@ def main() -> int:
         for estimator, fn in estimators.items():
             mae, bias, worst = errors(fn, docs, truth)
             cells.append(f"{mae:9.1f} {bias:+8.1f} {worst:8.1f}")
-            if estimator == "contextkit" and name in REQUIRED:
-                if mae > 10:
-                    failures.append(f"{name}: MAE {mae:.1f}% > 10%")
-                if bias < -10:
-                    failures.append(f"{name}: biased low {bias:.1f}% < -10%")
-                if worst > 50:
-                    failures.append(f"{name}: worst document {worst:.1f}% > 50%")
+            if estimator == "contextkit":
+                failures += breaches(name, mae, bias, worst)
         chars = sum(map(len, docs))
         print(f"{name:20} {len(docs):4} {chars:8,} {sum(truth):7,} " + " ".join(cells))
 
@@ -129,9 +146,9 @@ def main() -> int:
     print(
         f"  tiktoken encode_ordinary {theirs * 1e3:8.1f} ms  {chars / theirs / 1e6:7.1f} M chars/s"
     )
-    print(f"  ratio                    {ratio:8.1f}x (target >= 5x)")
-    if ratio < 5:
-        failures.append(f"speed: {ratio:.1f}x < 5x tiktoken")
+    print(f"  ratio                    {ratio:8.1f}x (target >= {MIN_SPEEDUP:.0f}x)")
+    if ratio < MIN_SPEEDUP:
+        failures.append(f"speed: {ratio:.1f}x < {MIN_SPEEDUP:.0f}x tiktoken")
 
     short = [d[:40] for d in docs]
     ours_short = best_time(count_tokens, short, repeats)
@@ -139,10 +156,14 @@ def main() -> int:
     print(f"  40-character snippets:   {theirs_short / ours_short:8.1f}x tiktoken (not a target)")
 
     print()
+    for failure in failures:
+        print(f"FAIL {failure}")
     if failures:
-        print("FAIL: " + "; ".join(failures))
         return 1
-    print("PASS: every category within the accuracy targets, speed >= 5x tiktoken")
+    print(
+        f"PASS: every category within MAE <= {MAX_MAE:.0f}%, bias >= {MIN_BIAS:.0f}%, "
+        f"worst <= {MAX_WORST:.0f}%; speed >= {MIN_SPEEDUP:.0f}x tiktoken"
+    )
     return 0
 
 

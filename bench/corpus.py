@@ -2,8 +2,14 @@
 
 Nothing here is generated or copied into the repository: every document is read at
 benchmark time from the Python installation, Debian's shared data (licences, gettext
-catalogues, CA certificates) and the project's Chinese specification documents in
-`../shared/seeds`. A category whose files are missing is reported empty, not faked.
+catalogues, CA certificates, man pages, package documentation) and the project's Chinese
+specification documents in `../shared/seeds`. A category whose files are missing is
+reported empty, not faked.
+
+Man pages come in two forms, because users paste both: one category per language holds
+their text as a reader sees it (`_roff_text` drops the markup: control lines, font
+escapes, comments), so each category measures the language itself rather than the ASCII
+markup around it; one more category holds the raw roff sources of every language.
 
 Each category is a list of documents of roughly `_DOC_CHARS` characters, cut at line
 boundaries, so per-document errors are measured on prompt-sized pieces of text.
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import gettext
+import gzip
 import json
 import re
 import sys
@@ -30,6 +37,13 @@ _NON_LATIN = re.compile(r"[\u0370-\u03ff\u0400-\u04ff]")
 _URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\,]+[^\s\"'<>()\[\]{}`\\,.;:]")
 _SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 _LOCALE = Path("/usr/share/locale")
+_MAN = Path("/usr/share/man")
+_DOC = Path("/usr/share/doc")
+MAN_LANGUAGES = (
+    *("cs", "da", "de", "es", "fi", "fr", "hr", "hu", "id", "it", "ja", "ko", "nl"),
+    *("pl", "pt", "pt_BR", "ro", "ru", "sl", "sr", "sv", "tr", "uk", "zh_CN", "zh_TW"),
+)
+"""The translated man-page folders of Debian's packages, one category each."""
 
 
 def _stdlib() -> Path:
@@ -92,6 +106,142 @@ def _catalogue_texts(lang: str, script: re.Pattern[str] = _CJK) -> Iterator[str]
             continue
         messages = [v for k, v in catalogue._catalog.items() if k and isinstance(v, str)]  # noqa: SLF001
         yield "\n".join(m for m in messages if _share(m, script) > 0.3)
+
+
+def _gunzip(path: Path) -> str:
+    try:
+        return gzip.decompress(path.read_bytes()).decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError):
+        return ""
+
+
+def _man_sources(folder: Path, limit: int | None = None) -> list[str]:
+    """The roff sources under `folder`/man*/, without symlinks and `.so` redirections.
+
+    With `limit`, a sample of about that many files spread over the sorted list (the
+    English folders hold thousands of pages).
+    """
+    paths = sorted(p for p in folder.glob("man*/*.gz") if p.is_file() and not p.is_symlink())
+    if limit is not None and len(paths) > limit:
+        paths = paths[:: len(paths) // limit]
+    sources = (_gunzip(p) for p in paths)
+    return [s for s in sources if s.strip() and not s.lstrip().startswith(".so ")]
+
+
+# One roff escape: a font, size, register or string (`\fB`, `\s-1`, `\n(.g`, `\*(Aq`), a
+# named glyph (`\(em`, `\[aq]`), a comment to the end of the line, or a one-character one.
+_ROFF_ESCAPE = re.compile(
+    r'\\(?:([fsn*])(?:\[([^\]]*)\]|\(([^\s]{2})|([+-]?\d|.))|\(([^\s]{2})|\[([^\]]*)\]|"[^\n]*|(.))'
+)
+_ROFF_GLYPHS = {
+    "aq": "'",
+    "Aq": "'",
+    "dq": '"',
+    "em": "—",
+    "en": "–",
+    "hy": "-",
+    "bu": "•",
+    "lq": "“",
+    "rq": "”",
+    "oq": "‘",
+    "cq": "’",
+    "ga": "`",
+    "ha": "^",
+    "ti": "~",
+    "rs": "\\",
+    "mi": "-",
+    "pl": "+",
+    "mu": "×",
+    "de": "°",
+    "co": "©",
+    "R": "®",
+    "ra": "→",
+    "la": "←",
+    "<=": "≤",
+    ">=": "≥",
+    "Fo": "«",
+    "Fc": "»",
+    "Tm": "™",
+}
+_ROFF_SIMPLE = {"e": "\\", " ": " ", "~": " ", "0": " ", "t": "\t"}
+_ROFF_SILENT = set("&|^c%:{}),/!")
+_ROFF_ARGUMENT = re.compile(r'"([^"]*)"?|(\S+)')
+_ROFF_FONT_MACROS = {"B", "I", "BR", "BI", "IB", "RB", "IR", "RI", "SM", "SB", "SH", "SS"}
+_ROFF_CONDITION = re.compile(r"^[.'](?:if|ie)\s+\S+\s+(.*)$|^[.']el\s+(.*)$")
+
+
+def _roff_escape(match: re.Match[str]) -> str:
+    kind, long_name, short_name, tail, glyph_short, glyph_long, char = match.groups()
+    if kind == "*":  # an interpolated string: the few that stand for a character
+        return _ROFF_GLYPHS.get(long_name or short_name or tail or "", "")
+    if kind:  # font, size or register: invisible
+        return ""
+    if glyph_short or glyph_long:
+        return _ROFF_GLYPHS.get(glyph_short or glyph_long, "")
+    if char is None or char in _ROFF_SILENT:  # a comment or a zero-width escape
+        return ""
+    return _ROFF_SIMPLE.get(char, char)  # \- \. \' and the like stand for themselves
+
+
+def _roff_line(line: str) -> str | None:
+    """The visible text of one roff line, or None for a line a reader does not see."""
+    condition = _ROFF_CONDITION.match(line)
+    if condition:  # `.if COND .BR x y` shows `x y` (po4a's `!'po4a'hide'` guard holds)
+        line = condition.group(1) or condition.group(2) or ""
+        if line.startswith("\\{"):
+            return None
+    if not line.startswith((".", "'")):
+        return line
+    macro, _, rest = line[1:].strip().partition(" ")
+    if macro not in _ROFF_FONT_MACROS and macro not in {"IP", "TQ"}:
+        return None  # layout requests (.PP, .TP 5, .br, .nf, .de ...) and comments
+    words = [quoted or bare for quoted, bare in _ROFF_ARGUMENT.findall(rest)]
+    if macro == "IP":
+        return words[0] if words else None
+    # .BR a b: alternating fonts join their arguments; .B a b keeps the spaces.
+    alternating = len(macro) == 2 and macro not in {"SH", "SS", "SM", "SB"}
+    return ("" if alternating else " ").join(words)
+
+
+def _roff_text(source: str) -> str:
+    """The text of a man page as a reader sees it, without the terminal's layout."""
+    lines = (_roff_line(line) for line in source.splitlines())
+    text = _ROFF_ESCAPE.sub(_roff_escape, "\n".join(ln for ln in lines if ln is not None))
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def man_pages(lang: str) -> Callable[[], list[str]]:
+    """A loader for one language's man pages, as text."""
+
+    def load() -> list[str]:
+        texts = [_roff_text(s) for s in _man_sources(_MAN / lang)]
+        return _take(c for t in texts for c in _chunks(t))
+
+    load.__name__ = f"man_pages_{lang}"
+    return load
+
+
+def english_man_pages() -> list[str]:
+    texts = [_roff_text(s) for s in _man_sources(_MAN, limit=200)]
+    return _take(c for t in texts for c in _chunks(t))
+
+
+def man_roff_sources() -> list[str]:
+    """Raw roff, as pasted from a source tree: a few pages of every language."""
+    folders = [_MAN, *(_MAN / lang for lang in MAN_LANGUAGES)]
+    texts = [s for folder in folders for s in _man_sources(folder, limit=4)[:4]]
+    return _take(c for t in texts for c in _chunks(t))
+
+
+def debian_docs() -> list[str]:
+    """Package documentation: copyright files, changelogs, READMEs and NEWS."""
+    texts: list[str] = []
+    for package in sorted(_DOC.iterdir()) if _DOC.is_dir() else []:
+        for name in ("copyright", "changelog.Debian.gz", "README.Debian", "NEWS.Debian.gz"):
+            path = package / name
+            if path.is_file():
+                texts.append(_gunzip(path) if name.endswith(".gz") else _read(path))
+    return _take(c for t in texts[::5] for c in _chunks(t))
 
 
 def english_prose() -> list[str]:
@@ -209,6 +359,10 @@ CATEGORIES: dict[str, Callable[[], list[str]]] = {
     "base64": base64_documents,
     "urls": urls,
     "hex digests": hex_digests,
+    "debian docs": debian_docs,
+    "man en": english_man_pages,
+    **{f"man {lang}": man_pages(lang) for lang in MAN_LANGUAGES},
+    "man roff sources": man_roff_sources,
 }
 
 
