@@ -2,7 +2,8 @@
 
 Nothing here is generated or copied into the repository: every document is read at
 benchmark time from the Python installation, Debian's shared data (licences, gettext
-catalogues, CA certificates, man pages, package documentation) and the project's Chinese
+catalogues, CA certificates, man pages, package documentation, the package manager's logs
+in /var/log) and the project's Chinese
 specification documents in `../shared/seeds`. A category whose files are missing is
 reported empty, not faked.
 
@@ -334,6 +335,26 @@ def hex_digests() -> list[str]:
     return _take(c for t in texts for c in _chunks(t))
 
 
+_LOGS = Path("/var/log")
+
+
+def system_logs() -> list[str]:
+    """Not one of the required categories: the package manager's logs, as pasted.
+
+    dpkg, apt and update-alternatives logs. Short numbered lines are what cl100k
+    prices dearest per character: every number and every space before one is a token.
+    Read where the machine has them (rotated or compressed copies too), else empty.
+    """
+    paths = [
+        p
+        for pattern in ("dpkg.log*", "alternatives.log*", "apt/history.log*", "apt/term.log*")
+        for p in sorted(_LOGS.glob(pattern))
+        if p.is_file()
+    ]
+    texts = [_gunzip(p) if p.suffix == ".gz" else _read(p) for p in paths]
+    return _take(c for t in texts for c in _chunks(t))
+
+
 def urls() -> list[str]:
     found: dict[str, None] = {}
     for root in _site_packages():
@@ -359,6 +380,7 @@ CATEGORIES: dict[str, Callable[[], list[str]]] = {
     "base64": base64_documents,
     "urls": urls,
     "hex digests": hex_digests,
+    "system logs": system_logs,
     "debian docs": debian_docs,
     "man en": english_man_pages,
     **{f"man {lang}": man_pages(lang) for lang in MAN_LANGUAGES},
