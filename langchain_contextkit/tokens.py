@@ -154,7 +154,7 @@ def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter = count
         short = truncate_to_tokens(text, 8)
         assert count_tokens(short) <= 8
         print(short)
-        # Refunds take 5 days.…
+        # Refunds take 5 days. They…
         ```
     """
     if max_tokens < 0:
