@@ -13,14 +13,15 @@ character, and charges
 - a run-start charge where a new run of a class begins, and transition charges where
   cl100k cuts between classes (``aB`` inside a letter run, a digit followed by a letter,
   a space before a number);
-- a charge for each letter by its position in its word (1st, 2nd-3rd, 4th-5th, 6th-8th,
-  9th-12th, 13th-16th, later), in one of two regimes. cl100k holds most English (and
+- a charge for each letter by its position in its word (every 2nd, 3rd, 4th, 6th, ...
+  letter of a word, `STRIDES`), in one of two regimes. cl100k holds most English (and
   many Russian) words whole, so their letters after the first cost almost nothing, but
   it cuts the words of most other languages every three or four letters. The regime is
-  decided by the language of the last `WINDOW` characters: each letter carries a
-  log-likelihood ratio between the two groups of languages (``z``, ``k``, ``j`` and
-  ``і`` point to the costly group, ``h``, ``y``, ``w`` and ``ы`` to the cheap one), and
-  a window whose sum exceeds `THRESHOLD` prices its letters in the costly regime;
+  decided chunk by chunk (`CHUNK` characters from the text's start) by the language of
+  the `CHUNKS_BACK` chunks before: each letter carries a log-likelihood ratio between
+  the two groups of languages (``z``, ``k``, ``j`` and ``і`` point to the costly group,
+  ``h``, ``y``, ``w`` and ``ы`` to the cheap one), and chunks whose sum exceeds
+  `THRESHOLD` put the next chunk's letters in the costly regime;
 - a surcharge for every letter past the `LONG_RUN`-th of one word: no vocabulary holds
   such words, so cl100k cuts a long unbroken run (``xxxx...``, a blob) every few letters.
 
@@ -41,6 +42,7 @@ compressed), never any part of the vocabulary itself.
 from __future__ import annotations
 
 import base64
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -510,6 +512,12 @@ class _Fast:
         self.ascii_evidence = tables.evidence[:256].view(np.uint8).tobytes()
         self.evidence_list = tables.evidence.tolist()
         self.pair_list = tables.pair_cost.tolist()
+        # The Basic Multilingual Plane's class and evidence in one little-endian uint16.
+        bmp_evidence = np.zeros(0x10000, dtype=np.uint16)
+        bmp_evidence[: len(tables.evidence)] = tables.evidence.view(np.uint8)
+        self.bmp_class_evidence = (
+            tables.classes[:0x10000].astype(np.uint16) | bmp_evidence << 8
+        ).astype("<u2")
         table = tables.letter_rate.reshape(2, 2, _PER_ROW)
         rates = table[:, :, 1:].tolist()
         # (script, regime) -> rate of a word's first letter, and the byte pairs that start one
@@ -601,7 +609,12 @@ def _class_and_evidence(text: str, fast: _Fast) -> tuple[bytes, npt.NDArray[np.i
         raw = text.encode("ascii")
         evidence = np.frombuffer(raw.translate(fast.ascii_evidence), dtype=np.int8)
         return raw.translate(fast.ascii_classes), evidence
-    codepoints = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    units = text.encode("utf-16-le", "surrogatepass")  # a lone surrogate is one unit
+    if len(units) == 2 * len(text):  # no surrogate pairs: every character is one unit
+        # One lookup gives both: class in the low byte, evidence in the high one.
+        both = np.take(fast.bmp_class_evidence, np.frombuffer(units, dtype=np.uint16))
+        return both.view(np.uint8)[0::2].tobytes(), both.view(np.int8)[1::2]
+    codepoints = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     classes = np.take(fast.tables.classes, codepoints).tobytes()  # take: faster than indexing
     # mode="clip" reads every later code point as U+07FF, whose evidence is 0.
     return classes, np.take(fast.tables.evidence, codepoints, mode="clip")
@@ -619,6 +632,7 @@ class _Carry:
 
 
 _ONES = np.ones(CHUNKS_BACK, dtype=np.int64)
+_ZEROS = np.zeros(CHUNKS_BACK, dtype=np.int64)
 
 
 def _segments(
@@ -629,17 +643,19 @@ def _segments(
     A chunk's regime comes from the evidence of the CHUNKS_BACK chunks before it (`before`
     holds those that precede `sums`); the first chunk of a text is always regime 0.
     """
-    padded = np.zeros(CHUNKS_BACK + len(sums), dtype=np.int64)
-    if before:
-        padded[CHUNKS_BACK - len(before) : CHUNKS_BACK] = before
-    padded[CHUNKS_BACK:] = sums
+    padded = (
+        np.concatenate((_ZEROS[len(before) :], before, sums))
+        if before
+        else np.concatenate((_ZEROS, sums))
+    )
     # window[j] = padded[j] + ... + padded[j + CHUNKS_BACK - 1]: the chunks before chunk j
     window = np.convolve(padded, _ONES)[CHUNKS_BACK - 1 : CHUNKS_BACK - 1 + len(sums)]
     regimes = window > THRESHOLD
-    changes = (np.flatnonzero(regimes[1:] != regimes[:-1]) + 1).tolist()
-    bounds = [0, *(j * CHUNK for j in changes), length]
-    values = [int(regimes[0]), *(int(regimes[j]) for j in changes)]
-    return [(bounds[i], bounds[i + 1], values[i]) for i in range(len(values))]
+    changes = np.flatnonzero(regimes[1:] != regimes[:-1]).tolist()
+    bounds = [0, *((j + 1) * CHUNK for j in changes), length]
+    first = int(regimes[0])
+    # Regimes are two, so each change flips it.
+    return [(bounds[i], bounds[i + 1], first ^ (i & 1)) for i in range(len(bounds) - 1)]
 
 
 def _letters(
@@ -649,6 +665,10 @@ def _letters(
     milli = 0
     run_before, script_before, regime_before = carry.run, carry.script, carry.regime
     continued = 0
+    # The segments of each regime are priced together, joined by a non-letter byte (a
+    # regime change starts a new word anyway): a few bytes.count calls per block, not per
+    # segment. The leading separator makes a word at the very start count as started.
+    pieces: tuple[list[bytes], list[bytes]] = ([b""], [b""])
     for start, end, regime in segments:
         segment = scripts[start:end]
         if start == 0 and script_before and regime == regime_before:
@@ -657,16 +677,10 @@ def _letters(
             if continued:
                 milli += _continued_word(fast, script_before, regime, run_before, continued)
                 segment = segment[continued:]
-        for script in (LATIN, ALPHABET):
-            own = _SCRIPT_BYTES[script]
-            if own in segment:
-                if fast.first[script, regime]:
-                    words = segment.startswith(own) + sum(map(segment.count, _STARTS[script]))
-                    milli += fast.first[script, regime] * words
-                for pattern, rate in fast.patterns[script, regime]:
-                    milli += rate * segment.count(pattern)
-                if _LONG_PATTERN[script] in segment:
-                    milli += LONG_RUN_RATE * _long_run_letters(segment, script)
+        pieces[regime].append(segment)
+    for regime, parts in enumerate(pieces):
+        if len(parts) > 1:
+            milli += _words(b"\x00".join(parts), regime, fast)
     start, end, regime = segments[-1]
     last = scripts[-1] if scripts else 0
     carry.script, carry.regime, carry.run = last, regime, 0
@@ -674,6 +688,22 @@ def _letters(
         tail = (end - start) - len(scripts[start:end].rstrip(_SCRIPT_BYTES[last]))
         whole_block = start == 0 and continued == end  # one word from the block before on
         carry.run = run_before + continued if whole_block else tail
+    return milli
+
+
+def _words(scripts: bytes, regime: int, fast: _Fast) -> int:
+    """Charges of the letters of whole words, all in one regime, in a run of script bytes."""
+    milli = 0
+    for script in (LATIN, ALPHABET):
+        own = _SCRIPT_BYTES[script]
+        if own in scripts:
+            if fast.first[script, regime]:
+                words = sum(map(scripts.count, _STARTS[script]))
+                milli += fast.first[script, regime] * words
+            for pattern, rate in fast.patterns[script, regime]:
+                milli += rate * scripts.count(pattern)
+            if _LONG_PATTERN[script] in scripts:
+                milli += LONG_RUN_RATE * _long_run_letters(scripts, script)
     return milli
 
 
@@ -689,15 +719,23 @@ def _continued_word(fast: _Fast, script: int, regime: int, before: int, letters:
 
 
 _LONG_PATTERN = {script: bytes([script]) * (LONG_RUN + 1) for script in (LATIN, ALPHABET)}
+_WORD = {script: re.compile(re.escape(bytes([script])) + b"+") for script in (LATIN, ALPHABET)}
 """A word of each script longer than LONG_RUN letters: `in` finds one at C speed."""
 
 
 def _long_run_letters(segment: bytes, script: int) -> int:
     """Letters of `script` past the LONG_RUN-th of their word, in a segment of script bytes."""
-    own = np.frombuffer(segment, dtype=np.uint8) == script
-    edges = np.flatnonzero(np.diff(own, prepend=False, append=False))
-    lengths = edges[1::2] - edges[::2]  # runs alternate: start, end, start, end ...
-    return int(np.maximum(lengths - LONG_RUN, 0).sum())
+    # Such words are rare: bytes.find jumps from one to the next at C speed (the first
+    # match of LONG_RUN + 1 letters in a word is its start) and a regex anchored there
+    # finds its end. A regex scan of the whole segment costs about ten times more.
+    pattern, word = _LONG_PATTERN[script], _WORD[script]
+    letters = 0
+    start = segment.find(pattern)
+    while start >= 0:
+        end = word.match(segment, start).end()  # type: ignore[union-attr]  # matches here
+        letters += end - start - LONG_RUN
+        start = segment.find(pattern, end)
+    return letters
 
 
 def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
@@ -705,9 +743,11 @@ def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
     class_bytes, evidence = _class_and_evidence(block, fast)
     cls = np.frombuffer(class_bytes, dtype=np.uint8)
     pair_cost = fast.tables.pair_cost
-    # Pair codes fit in uint16 ((N + 1) * N); a histogram of them prices the block.
-    codes = np.bincount(cls[:-1] * np.uint16(N_CLASSES) + cls[1:], minlength=pair_cost.size)
-    milli = int(pair_cost[carry.prev * N_CLASSES + class_bytes[0]] + codes @ pair_cost)
+    # Pair codes fit in uint16 ((N + 1) * N).
+    codes = cls[:-1] * np.uint16(N_CLASSES) + cls[1:]
+    milli = int(
+        pair_cost[carry.prev * N_CLASSES + class_bytes[0]] + np.take(pair_cost, codes).sum()
+    )
     sums = np.add.reduceat(evidence, np.arange(0, len(block), CHUNK), dtype=np.int64)
     segments = _segments(sums, carry.sums, len(block))
     milli += _letters(class_bytes.translate(_SCRIPT_TRANSLATION), segments, carry, fast)

@@ -226,8 +226,8 @@ def test_the_sync_reducers_give_what_the_async_ones_give() -> None:
             for n in range(1, 6)
         ],
     )
-    assert reduce_plan_sync(plan, 200, keep_recent=1) == asyncio.run(
-        reduce_plan(plan, 200, keep_recent=1)
+    assert reduce_plan_sync(plan, 240, keep_recent=1) == asyncio.run(
+        reduce_plan(plan, 240, keep_recent=1)
     )
 
 

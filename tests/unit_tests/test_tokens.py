@@ -343,3 +343,19 @@ def test_count_each_with_tiktoken_and_other_counters() -> None:
     exact = _cl100k()
     assert count_each(batch, exact) == [exact(t) for t in batch]
     assert count_each(batch, len) == [11, 4, 0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\ud800 a lone high surrogate, as json.loads gives for '\\ud800' " * 4,
+        "emoji 😀 beside a lone low one \udfff and ünïcödé " * 4,
+        "x\ud83d" * 80,
+    ],
+)
+def test_lone_surrogates_are_counted_not_fatal(text: str) -> None:
+    # A model or a tool can hand us such a string; counting it must not raise, and the
+    # numpy paths (UTF-16 and UTF-32) must agree with the per-character loop.
+    assert len(text) > model._SHORT_TEXT
+    assert count_tokens(text) == model._count_short(text) > 0
+    assert count_each([text, text[:50]]) == [count_tokens(text), count_tokens(text[:50])]
