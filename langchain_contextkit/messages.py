@@ -22,7 +22,11 @@ from typing import TYPE_CHECKING, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_contextkit.errors import ContextWindowExceeded, InvalidMessagesError
-from langchain_contextkit.tokens import TokenCounter, count_message_tokens, count_tokens
+from langchain_contextkit.tokens import (
+    TokenCounter,
+    count_tokens,
+    message_token_costs,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -257,9 +261,10 @@ def message_costs(
     """Tokens of each message as `count_message_tokens` charges it, without reply priming.
 
     The costs add up: `sum(costs) + 3 == count_message_tokens(messages, counter)` for a
-    non-empty list.
+    non-empty list. Counts are memoised per message content, and what is not yet known is
+    counted in one batch.
     """
-    return [count_message_tokens([m], counter, reply_priming=False) for m in messages]
+    return message_token_costs(messages, counter)
 
 
 def trim_to_budget(

@@ -1,10 +1,12 @@
 """Token counting: a fast zero-dependency estimate, tiktoken counters, and messages.
 
 Every budget in this library starts from a token count. `count_tokens` is the default: a
-character-class estimate that needs no vocabulary file, counts each CJK character as about
-one token, and never treats a long unbroken string (base64, a URL) as one token. When a
-budget must match a provider exactly, pass a `tiktoken_counter` instead: anything that
-takes a string and returns an int is a `TokenCounter`.
+character-class estimate that needs no vocabulary file, is fitted never to fall short of
+cl100k by more than a few percent on any kind of text, and never treats a long unbroken
+string (base64, a URL) as one token. When a budget must match a provider exactly, pass a
+`tiktoken_counter` instead: anything that takes a string and returns an int is a
+`TokenCounter`. Message counts are memoised per content, so re-sending a conversation
+counts only what is new.
 
 ```python
 from langchain_core.messages import AIMessage, HumanMessage
@@ -22,9 +24,10 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from langchain_contextkit._count_memo import CountMemo
 from langchain_contextkit._token_model import count_text_tokens, count_texts_tokens
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
 
@@ -330,7 +333,7 @@ def count_message_tokens(
         raise ConfigError(msg)
     if not messages:
         return 0
-    total = sum(_count_one_message(m, counter, image_tokens) for m in messages)
+    total = sum(message_token_costs(messages, counter, image_tokens))
     return total + (_REPLY_PRIMING if reply_priming else 0)
 
 
@@ -385,53 +388,108 @@ def count_fixed_tokens(
     return system, count_tool_tokens(tools, counter) if tools else 0
 
 
-def _count_one_message(message: BaseMessage, counter: TokenCounter, image_tokens: int) -> int:
+def message_token_costs(
+    messages: Sequence[BaseMessage],
+    counter: TokenCounter = count_tokens,
+    image_tokens: int = DEFAULT_IMAGE_TOKENS,
+) -> list[int]:
+    """Each message's tokens as `count_message_tokens` charges it, without reply priming.
+
+    Counts are memoised for the process, keyed by the counter, `image_tokens` and every
+    field that is counted (never by id alone: a message that keeps its id and changes is
+    counted afresh), so an agent's call counts only the messages it has not seen. What is
+    not in the memo is counted in one batch (`count_each`). A counter that cannot be
+    hashed, so cannot key the memo, is simply called each time.
+    """
+    try:
+        hash(counter)
+    except TypeError:
+        return [_count_parts(*_message_parts(m, image_tokens), counter) for m in messages]
+    keys = [(counter, image_tokens, _fingerprint(m)) for m in messages]
+    costs = [_MEMO.get(key) for key in keys]
+    missing = [i for i, cost in enumerate(costs) if cost is None]
+    if missing:
+        # One batch for everything not yet counted: a cold history costs one vectorised
+        # pass (count_each), not a counter call per string.
+        parts = [_message_parts(messages[i], image_tokens) for i in missing]
+        counts = iter(count_each([text for _, texts in parts for text in texts], counter))
+        for i, (fixed, texts) in zip(missing, parts, strict=True):
+            cost = fixed + sum(next(counts) for _ in texts)
+            _MEMO.put(keys[i], cost)
+            costs[i] = cost
+    return costs  # type: ignore[return-value]  # every None was filled above
+
+
+_MEMO = CountMemo()
+"""Message counts of this process, keyed by counter, image cost and the counted fields."""
+
+
+def _fingerprint(message: BaseMessage) -> Hashable:
+    """Everything `_message_parts` reads of a message, as a hashable key."""
+    content = message.content
+    return (
+        message.type,
+        getattr(message, "role", None),
+        content
+        if isinstance(content, str)
+        else tuple(b if isinstance(b, str) else _as_text(b) for b in content),
+        message.name,
+        _calls_key(getattr(message, "tool_calls", None)),
+        _calls_key(getattr(message, "invalid_tool_calls", None)),
+        getattr(message, "tool_call_id", None),
+    )
+
+
+def _calls_key(calls: Sequence[Mapping[str, Any]] | None) -> tuple[Any, ...]:
+    if not calls:
+        return ()
+    return tuple(
+        (call.get("name"), _as_arguments(call.get("args")), call.get("id")) for call in calls
+    )
+
+
+def _count_parts(fixed: int, texts: list[str], counter: TokenCounter) -> int:
+    return fixed + sum(counter(text) for text in texts)
+
+
+def _message_parts(message: BaseMessage, image_tokens: int) -> tuple[int, list[str]]:
+    """A message's tokens as a fixed part plus the texts the counter must measure."""
     role = getattr(message, "role", None) or _ROLES.get(message.type, message.type)
-    total = _TOKENS_PER_MESSAGE + counter(role)
+    fixed = _TOKENS_PER_MESSAGE
+    texts = [role]
     tool_calls: list[Mapping[str, Any]] = list(getattr(message, "tool_calls", None) or [])
     tool_calls += list(getattr(message, "invalid_tool_calls", None) or [])
     call_ids = {call.get("id") for call in tool_calls if call.get("id")}
-    total += _count_content(message.content, counter, image_tokens, call_ids)
+    content = message.content
+    for block in [content] if isinstance(content, str) else content:
+        if isinstance(block, str):
+            texts.append(block)
+            continue
+        kind = block.get("type")
+        if kind in {"image", "image_url"} or (
+            kind == "file" and block.get("mime_type", "").startswith("image/")
+        ):
+            fixed += image_tokens
+        elif not (kind in {"tool_use", "tool_call"} and block.get("id") in call_ids):
+            # (a tool_use block repeating one of message.tool_calls is counted once, there)
+            texts.append(_block_text(block))
     if message.name and message.type != "tool":  # a tool message's name is not sent
-        total += counter(message.name) + _TOKENS_PER_NAME
+        texts.append(message.name)
+        fixed += _TOKENS_PER_NAME
     for call in tool_calls:
-        total += counter(call.get("name") or "")
-        total += counter(_as_arguments(call.get("args")))
-        total += counter(call.get("id") or "")
+        texts += (call.get("name") or "", _as_arguments(call.get("args")), call.get("id") or "")
     tool_call_id = getattr(message, "tool_call_id", None)
     if isinstance(tool_call_id, str):
-        total += counter(tool_call_id)
-    return total
+        texts.append(tool_call_id)
+    return fixed, texts
 
 
-def _count_content(
-    content: str | list[str | dict[Any, Any]],
-    counter: TokenCounter,
-    image_tokens: int,
-    call_ids: set[Any],
-) -> int:
-    if isinstance(content, str):
-        return counter(content)
-    return sum(_count_block(block, counter, image_tokens, call_ids) for block in content)
-
-
-def _count_block(
-    block: str | Mapping[str, Any], counter: TokenCounter, image_tokens: int, call_ids: set[Any]
-) -> int:
-    if isinstance(block, str):
-        return counter(block)
-    kind = block.get("type")
-    if kind in {"image", "image_url"} or (
-        kind == "file" and block.get("mime_type", "").startswith("image/")
-    ):
-        return image_tokens
-    if kind in {"tool_use", "tool_call"} and block.get("id") in call_ids:
-        return 0  # the same call is counted once, from message.tool_calls
+def _block_text(block: Mapping[str, Any]) -> str:
     for key in ("text", "reasoning", "thinking"):
         value = block.get(key)
         if isinstance(value, str):
-            return counter(value)
-    return counter(_as_text(block))
+            return value
+    return _as_text(block)
 
 
 def _as_arguments(value: object) -> str:

@@ -1,0 +1,200 @@
+"""Message counts are memoised (issue 17): a memo hit always equals a fresh count."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from langchain_contextkit import count_message_tokens, count_tokens, tiktoken_counter
+from langchain_contextkit import tokens as tokens_module
+from langchain_contextkit._count_memo import CountMemo
+from langchain_contextkit.messages import message_costs
+
+
+class CountingCounter:
+    """`count_tokens`, tallying the calls and characters it is asked to count."""
+
+    def __init__(self, scale: int = 1) -> None:
+        self.scale = scale
+        self.calls = 0
+        self.chars = 0
+
+    def __call__(self, text: str) -> int:
+        self.calls += 1
+        self.chars += len(text)
+        return count_tokens(text) * self.scale
+
+
+class Unhashable(CountingCounter):
+    __hash__ = None  # type: ignore[assignment]
+
+
+def fresh(messages: list[BaseMessage], counter: Any = count_tokens) -> list[int]:
+    """Each message counted from scratch, bypassing the memo."""
+    return [
+        tokens_module._count_parts(
+            *tokens_module._message_parts(m, tokens_module.DEFAULT_IMAGE_TOKENS), counter
+        )
+        for m in messages
+    ]
+
+
+words = st.text(
+    alphabet=st.sampled_from(list('abc xyz 0123 é ß 你好 \n{}":,')), min_size=0, max_size=40
+)
+block = st.one_of(
+    words,
+    st.builds(lambda t: {"type": "text", "text": t}, words),
+    st.just({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}),
+    st.builds(lambda t: {"type": "custom", "payload": t}, words),
+)
+content = st.one_of(words, st.lists(block, max_size=3))
+ids = st.sampled_from(["m1", "m2", "m3", None])
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> BaseMessage:
+    kind = draw(st.sampled_from(["human", "ai", "tool", "system"]))
+    text = draw(content)
+    mid = draw(ids)
+    if kind == "human":
+        return HumanMessage(text, id=mid, name=draw(st.sampled_from([None, "ann"])))
+    if kind == "system":
+        return SystemMessage(text, id=mid)
+    if kind == "tool":
+        return ToolMessage(text, tool_call_id=draw(st.sampled_from(["c1", "c2"])), id=mid)
+    calls = [
+        {"name": draw(st.sampled_from(["search", "read"])), "args": {"q": draw(words)}, "id": c}
+        for c in draw(st.lists(st.sampled_from(["c1", "c2", "c3"]), max_size=2, unique=True))
+    ]
+    return AIMessage(text, tool_calls=calls, id=mid)
+
+
+@given(
+    history=st.lists(messages(), max_size=12),
+    edits=st.lists(st.tuples(st.integers(0, 11), content), max_size=4),
+)
+@settings(max_examples=150, deadline=None)
+def test_memoised_counts_always_equal_fresh_counts(
+    history: list[BaseMessage], edits: list[tuple[int, Any]]
+) -> None:
+    assert message_costs(history) == fresh(history)
+    assert message_costs(history) == fresh(history)  # now from the memo
+    # A message that keeps its id but changes (as add_messages replaces by id) is new.
+    for index, new_content in edits:
+        if history:
+            i = index % len(history)
+            history[i] = history[i].model_copy(update={"content": new_content})
+    assert message_costs(history) == fresh(history)
+    total = count_message_tokens(history)
+    assert total == (sum(fresh(history)) + 3 if history else 0)
+
+
+def test_a_message_changed_in_place_is_counted_afresh() -> None:
+    message = AIMessage("short", tool_calls=[{"name": "f", "args": {"q": "a"}, "id": "c1"}])
+    before = message_costs([message])
+    message.content = "a much longer answer than before, " * 20
+    message.tool_calls[0]["args"] = {"q": "b" * 300}
+    after = message_costs([message])
+    assert after == fresh([message])
+    assert after[0] > before[0]
+
+
+def test_the_counter_sees_only_messages_it_has_not_seen() -> None:
+    counter = CountingCounter()
+    history: list[BaseMessage] = [HumanMessage(f"question {i} " * 30) for i in range(200)]
+    count_message_tokens(history, counter)
+    cold_calls = counter.calls
+    assert cold_calls >= 200
+    count_message_tokens(history, counter)
+    assert counter.calls == cold_calls  # nothing new: nothing counted
+    history.append(ToolMessage("a new result " * 50, tool_call_id="c9"))
+    count_message_tokens(history, counter)
+    assert counter.calls - cold_calls == 3  # the new message's role, content and call id
+    assert counter.chars < 1000
+
+
+def test_counters_and_image_costs_never_share_counts() -> None:
+    history: list[BaseMessage] = [
+        HumanMessage(
+            [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x"}}]
+        )
+    ]
+    single, double = CountingCounter(1), CountingCounter(2)
+    one = count_message_tokens(history, single)
+    two = count_message_tokens(history, double)
+    assert two > one
+    assert count_message_tokens(history, single) == one
+    cheap = count_message_tokens(history, single, image_tokens=0)
+    dear = count_message_tokens(history, single, image_tokens=500)
+    assert dear - cheap == 500
+
+
+def test_an_unhashable_counter_is_called_every_time() -> None:
+    counter = Unhashable()
+    history: list[BaseMessage] = [HumanMessage("hello there"), AIMessage("hi")]
+    first = count_message_tokens(history, counter)
+    calls = counter.calls
+    assert count_message_tokens(history, counter) == first
+    assert counter.calls == 2 * calls
+
+
+def test_a_cold_history_is_counted_in_one_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = tiktoken_counter("cl100k_base")
+    batches: list[int] = []
+    real = type(counter).count_each
+
+    def spy(self: Any, texts: Any) -> list[int]:
+        batches.append(len(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(type(counter), "count_each", spy)
+    history: list[BaseMessage] = [
+        HumanMessage(f"turn {i}: 你好, how are the shards on node {i}?") for i in range(300)
+    ]
+    costs = message_costs(history, counter)
+    assert len(batches) == 1
+    assert batches[0] >= 300
+    assert costs == fresh(history, counter)
+
+
+def test_threads_sharing_the_memo_get_fresh_counts() -> None:
+    histories = [
+        [HumanMessage(f"thread {t} message {i} " * (1 + i % 7)) for i in range(150)]
+        for t in range(8)
+    ]
+    expected = [fresh(h) for h in histories]
+    results: dict[int, list[list[int]]] = {}
+
+    def work(t: int) -> None:
+        results[t] = [message_costs(histories[(t + k) % 8]) for k in range(8)]
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for t, got in results.items():
+        assert got == [expected[(t + k) % 8] for k in range(8)]
+
+
+def test_the_memo_is_bounded_and_forgets_the_oldest_first() -> None:
+    memo = CountMemo(max_entries=3)
+    for i in range(5):
+        memo.put(("k", i), i)
+    assert len(memo) == 3
+    assert memo.get(("k", 0)) is None
+    assert memo.get(("k", 4)) == 4
+    with pytest.raises(ValueError, match="max_entries"):
+        CountMemo(max_entries=0)
