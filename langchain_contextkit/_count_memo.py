@@ -1,4 +1,4 @@
-"""A bounded, thread-safe memo of token counts, keyed by exactly what was counted.
+"""Memos of what is derived from messages: token counts by content, and by message object.
 
 An agent re-sends its whole conversation on every model call, so without a memo each call
 re-counts every message it keeps: the cost grows with the window's content, not with what
@@ -11,11 +11,15 @@ string, so looking a message up again costs a tuple hash, not a pass over its te
 
 from __future__ import annotations
 
+import functools
 import threading
-from typing import TYPE_CHECKING
+import weakref
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
+
+    from langchain_core.messages import BaseMessage
 
 DEFAULT_MAX_ENTRIES = 65_536
 """Enough for a 10,000-message history with room to spare; the oldest entries go first."""
@@ -76,3 +80,78 @@ class CountMemo:
     def __len__(self) -> int:
         """How many counts are stored."""
         return len(self._counts)
+
+
+class SeenMessages:
+    """Values derived from message objects (a count, a digest), found again by identity.
+
+    Building a message's full key (its fields, its tool calls' JSON) costs microseconds;
+    an agent's history re-sent on every call holds the same objects. So an object seen
+    before, whose sent fields are still the very same objects, reuses what was derived
+    from it. Assigning a new value to a field (``message.content = ...``), `model_copy`,
+    and `add_messages` replacing a message by id are all seen; an edit inside a field's
+    own object (appending to a content list in place) is not, as LangChain never makes
+    one. Entries go when their message is garbage-collected.
+    """
+
+    __slots__ = ("_by_id", "_lock")
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._by_id: dict[int, tuple[weakref.ref[BaseMessage], tuple[int, ...], dict[Any, Any]]]
+        self._by_id = {}
+        # Re-entrant: a weakref callback (`_forget`) can run inside `put` on this very
+        # thread, when creating the new entry triggers a garbage collection.
+        self._lock = threading.RLock()
+
+    def get(self, message: BaseMessage, what: Hashable) -> Any:  # noqa: ANN401 - per `what`
+        """What was stored as `what` for this very message, unchanged since; else None."""
+        seen = self._by_id.get(id(message))
+        if seen is None or seen[0]() is not message or seen[1] != _field_ids(message):
+            return None
+        return seen[2].get(what)
+
+    def put(self, message: BaseMessage, what: Hashable, value: object) -> None:
+        """Store `value` as `what` for `message` (as its fields are now)."""
+        key, fields = id(message), _field_ids(message)
+        with self._lock:
+            seen = self._by_id.get(key)
+            if seen is not None and seen[0]() is message and seen[1] == fields:
+                seen[2][what] = value
+                return
+            try:
+                ref = weakref.ref(message, functools.partial(self._forget, key))
+            except TypeError:  # an object without weak references is not remembered
+                return
+            self._by_id[key] = (ref, fields, {what: value})
+
+    def _forget(self, key: int, ref: weakref.ref[BaseMessage]) -> None:
+        with self._lock:
+            seen = self._by_id.get(key)
+            if seen is not None and seen[0] is ref:
+                del self._by_id[key]
+
+    def __len__(self) -> int:
+        """How many message objects are remembered."""
+        return len(self._by_id)
+
+
+_SENT_FIELDS = (
+    "content",
+    "type",
+    "role",
+    "name",
+    "tool_calls",
+    "invalid_tool_calls",
+    "tool_call_id",
+)
+
+
+def _field_ids(message: BaseMessage) -> tuple[int, ...]:
+    # pydantic keeps fields in the instance dict (getattr of a missing one is slow), and
+    # map() keeps the loop in C: this runs for every message of every call.
+    return tuple(map(id, map(vars(message).get, _SENT_FIELDS)))
+
+
+SEEN_MESSAGES = SeenMessages()
+"""The process's one identity memo, shared by the token counts and the prefix digests."""

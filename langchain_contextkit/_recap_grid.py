@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from langchain_contextkit._count_memo import SEEN_MESSAGES
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
@@ -38,6 +40,7 @@ __all__ = [
     "WaterMarks",
     "grid_cuts",
     "grid_points",
+    "message_digest",
     "prefix_digests",
 ]
 
@@ -183,6 +186,19 @@ def prefix_digests(messages: Sequence[BaseMessage]) -> list[str]:
     digests = [""]
     state = hashlib.blake2b(digest_size=16)
     for message in messages:
-        state.update(hashlib.blake2b(_fingerprint(message), digest_size=16).digest())
+        state.update(message_digest(message))
         digests.append(state.copy().hexdigest())
     return digests
+
+
+def message_digest(message: BaseMessage) -> bytes:
+    """The digest of one message's content, as `prefix_digests` chains them."""
+    # The same objects come back on every call: their digest is remembered, not redone.
+    digest: bytes | None = SEEN_MESSAGES.get(message, _DIGEST)
+    if digest is None:
+        digest = hashlib.blake2b(_fingerprint(message), digest_size=16).digest()
+        SEEN_MESSAGES.put(message, _DIGEST, digest)
+    return digest
+
+
+_DIGEST = "prefix digest"

@@ -27,7 +27,7 @@ import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit._count_memo import CountMemo
+from langchain_contextkit._count_memo import SEEN_MESSAGES, CountMemo
 from langchain_contextkit._token_model import count_text_tokens, count_texts_tokens
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
 
@@ -106,7 +106,8 @@ def count_each(texts: Sequence[str], counter: TokenCounter = count_tokens) -> li
 
     Faster for the counters this library ships: `count_tokens` classifies all the texts in
     one vectorised pass, and a `TiktokenCounter` encodes them in tiktoken's threaded batch.
-    Any other counter is called once per text.
+    A counter of your own with a ``count_each(texts)`` method is given the batch too; any
+    other counter is called once per text.
 
     Args:
         texts: The texts to measure.
@@ -125,8 +126,9 @@ def count_each(texts: Sequence[str], counter: TokenCounter = count_tokens) -> li
     """
     if counter is count_tokens:
         return count_texts_tokens(list(texts))
-    if isinstance(counter, TiktokenCounter):
-        return counter.count_each(texts)
+    batch = getattr(counter, "count_each", None)
+    if callable(batch):  # a TiktokenCounter, or any counter with a batch method of its own
+        return list(batch(texts))
     return [counter(text) for text in texts]
 
 
@@ -405,18 +407,26 @@ def message_token_costs(
         hash(counter)
     except TypeError:
         return [_count_parts(*_message_parts(m, image_tokens), counter) for m in messages]
-    keys = [(counter, image_tokens, _fingerprint(m)) for m in messages]
-    costs = [_MEMO.get(key) for key in keys]
+    scale = (counter, image_tokens)
+    costs: list[int | None] = [_SEEN.get(m, scale) for m in messages]
     missing = [i for i, cost in enumerate(costs) if cost is None]
-    if missing:
+    if not missing:
+        return costs  # type: ignore[return-value]  # none is None
+    keys = {i: (scale, _fingerprint(messages[i])) for i in missing}
+    for i in missing:
+        costs[i] = _MEMO.get(keys[i])
+    uncounted = [i for i in missing if costs[i] is None]
+    if uncounted:
         # One batch for everything not yet counted: a cold history costs one vectorised
         # pass (count_each), not a counter call per string.
-        parts = [_message_parts(messages[i], image_tokens) for i in missing]
+        parts = [_message_parts(messages[i], image_tokens) for i in uncounted]
         counts = iter(count_each([text for _, texts in parts for text in texts], counter))
-        for i, (fixed, texts) in zip(missing, parts, strict=True):
+        for i, (fixed, texts) in zip(uncounted, parts, strict=True):
             cost = fixed + sum(next(counts) for _ in texts)
             _MEMO.put(keys[i], cost)
             costs[i] = cost
+    for i in missing:
+        _SEEN.put(messages[i], scale, costs[i])
     return costs  # type: ignore[return-value]  # every None was filled above
 
 
@@ -424,19 +434,23 @@ _MEMO = CountMemo()
 """Message counts of this process, keyed by counter, image cost and the counted fields."""
 
 
+_SEEN = SEEN_MESSAGES
+
+
 def _fingerprint(message: BaseMessage) -> Hashable:
     """Everything `_message_parts` reads of a message, as a hashable key."""
-    content = message.content
+    fields = vars(message)  # pydantic keeps fields here; getattr of a missing one is slow
+    content = fields["content"]
     return (
-        message.type,
-        getattr(message, "role", None),
+        fields["type"],
+        fields.get("role"),
         content
         if isinstance(content, str)
         else tuple(b if isinstance(b, str) else _as_text(b) for b in content),
-        message.name,
-        _calls_key(getattr(message, "tool_calls", None)),
-        _calls_key(getattr(message, "invalid_tool_calls", None)),
-        getattr(message, "tool_call_id", None),
+        fields.get("name"),
+        _calls_key(fields.get("tool_calls")),
+        _calls_key(fields.get("invalid_tool_calls")),
+        fields.get("tool_call_id"),
     )
 
 
@@ -454,11 +468,12 @@ def _count_parts(fixed: int, texts: list[str], counter: TokenCounter) -> int:
 
 def _message_parts(message: BaseMessage, image_tokens: int) -> tuple[int, list[str]]:
     """A message's tokens as a fixed part plus the texts the counter must measure."""
-    role = getattr(message, "role", None) or _ROLES.get(message.type, message.type)
+    fields = vars(message)
+    role = fields.get("role") or _ROLES.get(message.type, message.type)
     fixed = _TOKENS_PER_MESSAGE
     texts = [role]
-    tool_calls: list[Mapping[str, Any]] = list(getattr(message, "tool_calls", None) or [])
-    tool_calls += list(getattr(message, "invalid_tool_calls", None) or [])
+    tool_calls: list[Mapping[str, Any]] = list(fields.get("tool_calls") or [])
+    tool_calls += list(fields.get("invalid_tool_calls") or [])
     call_ids = {call.get("id") for call in tool_calls if call.get("id")}
     content = message.content
     for block in [content] if isinstance(content, str) else content:
@@ -478,7 +493,7 @@ def _message_parts(message: BaseMessage, image_tokens: int) -> tuple[int, list[s
         fixed += _TOKENS_PER_NAME
     for call in tool_calls:
         texts += (call.get("name") or "", _as_arguments(call.get("args")), call.get("id") or "")
-    tool_call_id = getattr(message, "tool_call_id", None)
+    tool_call_id = fields.get("tool_call_id")
     if isinstance(tool_call_id, str):
         texts.append(tool_call_id)
     return fixed, texts

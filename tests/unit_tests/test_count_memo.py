@@ -18,7 +18,7 @@ from langchain_core.messages import (
 
 from langchain_contextkit import count_message_tokens, count_tokens, tiktoken_counter
 from langchain_contextkit import tokens as tokens_module
-from langchain_contextkit._count_memo import CountMemo
+from langchain_contextkit._count_memo import CountMemo, SeenMessages
 from langchain_contextkit.messages import message_costs
 
 
@@ -105,7 +105,8 @@ def test_a_message_changed_in_place_is_counted_afresh() -> None:
     message = AIMessage("short", tool_calls=[{"name": "f", "args": {"q": "a"}, "id": "c1"}])
     before = message_costs([message])
     message.content = "a much longer answer than before, " * 20
-    message.tool_calls[0]["args"] = {"q": "b" * 300}
+    assert message_costs([message]) == fresh([message])
+    message.tool_calls = [{"name": "f", "args": {"q": "b" * 300}, "id": "c1", "type": "tool_call"}]
     after = message_costs([message])
     assert after == fresh([message])
     assert after[0] > before[0]
@@ -198,3 +199,23 @@ def test_the_memo_is_bounded_and_forgets_the_oldest_first() -> None:
     assert memo.get(("k", 4)) == 4
     with pytest.raises(ValueError, match="max_entries"):
         CountMemo(max_entries=0)
+
+
+def test_a_message_collected_inside_a_write_does_not_deadlock() -> None:
+    # A dropped message's weakref callback runs wherever the collector happens to run, and
+    # that can be inside the memo's own write, on the same thread: the write holds the
+    # lock the callback needs.
+    seen = SeenMessages()
+    message = HumanMessage("soon gone")
+    seen.put(message, "cost", 7)
+    ref = next(iter(seen._by_id.values()))[0]
+
+    def forget_while_writing() -> None:
+        with seen._lock:
+            seen._forget(id(message), ref)
+
+    worker = threading.Thread(target=forget_while_writing, daemon=True)
+    worker.start()
+    worker.join(timeout=5)
+    assert not worker.is_alive(), "the callback deadlocked on the write's lock"
+    assert len(seen) == 0
