@@ -84,6 +84,8 @@ def grid_points(
     marks: WaterMarks,
     min_units: int,
     settled: bool = True,
+    totals: Sequence[int] | None = None,
+    unit_totals: Sequence[int] | None = None,
 ) -> Iterator[int]:
     """Every place the grid may cut after `base`, in order (whether in force or not).
 
@@ -91,10 +93,12 @@ def grid_points(
     between the marks, to the last unit start that fits, and a unit larger than that
     still moves it by that one unit. The points stop before the last `min_units` units,
     and (when `settled`) before a point that later messages could still move: one whose
-    step reaches past the end of the history.
+    step reaches past the end of the history. `totals` (running sums of `costs`, from 0)
+    and `unit_totals` (the totals at each unit start) may be passed when already known.
     """
-    prefix = [0, *accumulate(costs)]
-    at = [prefix[u] for u in starts]  # tokens before each unit start (non-decreasing)
+    prefix = [0, *accumulate(costs)] if totals is None else totals
+    # tokens before each unit start (non-decreasing)
+    at = [prefix[u] for u in starts] if unit_totals is None else unit_totals
     if min_units <= 0:
         keep_from = len(costs)
     else:
@@ -127,6 +131,8 @@ def grid_cuts(
     min_units: int,
     limit: int | None = None,
     settled: bool = True,
+    totals: Sequence[int] | None = None,
+    unit_totals: Sequence[int] | None = None,
 ) -> list[int]:
     """The grid's cuts in force after `base` for a history of `len(costs)` messages.
 
@@ -145,12 +151,14 @@ def grid_cuts(
             forced cuts); None for the marks alone.
         settled: Only cuts that later messages cannot move (see `grid_points`); False
             when this call must fit whatever the grid's future.
+        totals: Running sums of `costs` from 0, when known (`HistoryArrays.totals`).
+        unit_totals: `totals` at each of `starts`, when known.
 
     Returns:
         Increasing message indices, each a unit start after `base` (empty: nothing to do).
     """
-    total = sum(costs)
-    prefix = [0, *accumulate(costs)]
+    prefix = [0, *accumulate(costs)] if totals is None else totals
+    total = prefix[-1]
 
     def over(cut: int) -> bool:
         view = fixed + total - prefix[cut]
@@ -160,7 +168,14 @@ def grid_cuts(
     if not over(base):
         return cuts
     points = grid_points(
-        costs, starts, base=base, marks=marks, min_units=min_units, settled=settled
+        costs,
+        starts,
+        base=base,
+        marks=marks,
+        min_units=min_units,
+        settled=settled,
+        totals=prefix,
+        unit_totals=unit_totals,
     )
     for cut in points:
         cuts.append(cut)

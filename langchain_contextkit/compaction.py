@@ -23,7 +23,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._checks import check_count, from_known_fields
 from langchain_contextkit._chunked_summary import fitted_requests, run_async, run_sync
-from langchain_contextkit._recap_grid import WaterMarks, grid_cuts, prefix_digests
+from langchain_contextkit._history_index import HistoryIndex
+from langchain_contextkit._recap_grid import WaterMarks, grid_cuts
 from langchain_contextkit.budget import model_limits
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import (
@@ -393,6 +394,15 @@ class HistoryCompactor:
             check_count("summarizer_window", summarizer_window, minimum=1)
         self.summarizer_window = summarizer_window
         self._recaps = _RecapMemo()
+        self._index = HistoryIndex(token_counter)
+
+    def history_cost(self, messages: Sequence[BaseMessage]) -> int | None:
+        """Tokens of `messages` (no reply priming), when known without counting them.
+
+        Known when they end the history this thread compacted last: a difference of the
+        running totals kept for it. None otherwise.
+        """
+        return self._index.suffix_cost(messages)
 
     @classmethod
     def from_config(
@@ -800,10 +810,12 @@ class HistoryCompactor:
         """Plan a window-sized compaction: cuts on the history's own grid (module docs)."""
         system, rest, previous = self._split_recap(history)
         marks = self.marks(room)
-        costs = message_costs(rest, self.token_counter)
-        starts = unit_starts(rest)
+        # Costs, unit starts and digests of the history, extended by what is new since
+        # the last call on it (`_history_index`), not recomputed from its start.
+        arrays = self._index.arrays(rest)
+        costs, starts = arrays.costs, arrays.starts
         # A recap inside the list (a compacted list fed back) has no content address.
-        digests = prefix_digests(rest) if previous is None else None
+        digests = arrays.digests if previous is None else None
         base = 0
         if previous is None and summary is not None:
             previous, base = self._summary_in_force(summary, rest, digests)
@@ -830,17 +842,26 @@ class HistoryCompactor:
                 min_units=1 if forced else self.keep_recent,
                 limit=limit,
                 settled=not forced,
+                totals=arrays.totals,
+                unit_totals=arrays.unit_totals,
             )
 
         cuts = cuts_from(base, forced=False)
         end = cuts[-1] if cuts else base
-        if limit is not None and fixed + sum(costs[end:]) > limit:
+        if limit is not None and fixed + arrays.cost(end) > limit:
             # The window wins over keep_recent and the grid's settling for this call.
             cuts += cuts_from(end, forced=True)
         target = cuts[-1] if cuts else base
         pending = rest[base:]
         view = self._view(system, previous, base, pending)
-        before = self._tokens(view, overhead)
+        # The view's head (system prefix, recap) is counted; its tail is the history's own.
+        head = view[: len(view) - len(pending)]
+        before = (
+            count_message_tokens(head, self.token_counter, reply_priming=False)
+            + arrays.cost(base)
+            + (_REPLY_PRIMING if view else 0)
+            + overhead
+        )
         current = None
         if previous is not None:
             current = RunningSummary(

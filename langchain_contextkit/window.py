@@ -577,7 +577,7 @@ class WindowAssembler:
         summary_tokens = _message_tokens(recap, counter)
         rest = [*stable, *rest]  # a system prompt kept in the messages counts as history
         block_tokens = _message_tokens([block], counter)
-        history_tokens = _message_tokens(rest, counter)
+        history_tokens = self._history_tokens(stable, rest[len(stable) :])
         turn_tokens = _message_tokens(turn, counter) + (_REPLY_PRIMING if messages else 0)
         ceiling = budget.window - budget.output_reserve
         prompt = budget.fixed + summary_tokens + block_tokens + history_tokens + turn_tokens
@@ -626,6 +626,18 @@ class WindowAssembler:
             factor=factor,
         )
         return WindowAssembly(messages, compaction.summary, ledger, compaction)
+
+    def _history_tokens(self, stable: list[BaseMessage], kept: list[BaseMessage]) -> int:
+        """Tokens of the stable system messages and the kept history.
+
+        The kept history ends the history the compactor just indexed, so its cost is a
+        difference of running totals there; counted message by message otherwise.
+        """
+        same_counter = self.compactor.token_counter is self.counter
+        known = self.compactor.history_cost(kept) if same_counter else None
+        if known is None:
+            return _message_tokens([*stable, *kept], self.counter)
+        return _message_tokens(stable, self.counter) + known
 
 
 def _config_for(sources: Sequence[ContextSource]) -> ContextConfig:
