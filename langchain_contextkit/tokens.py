@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -369,9 +370,44 @@ def count_tool_tokens(tools: Sequence[Any], counter: TokenCounter = count_tokens
         assert count_tool_tokens([search_policy]) > 10
         ```
     """
+    return sum(_tool_tokens(tool, counter) for tool in tools)
+
+
+def _tool_tokens(tool: Any, counter: TokenCounter) -> int:  # noqa: ANN401 - any tool form
     from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: PLC0415
 
-    return sum(counter(_as_text(convert_to_openai_tool(tool))) for tool in tools)
+    if isinstance(tool, dict):  # a schema dict can be edited in place: never remembered
+        return counter(_as_text(convert_to_openai_tool(tool)))
+    # A tool object is converted once per counter (an agent sends the same tools on every
+    # call), and again if its name, description or argument schema is replaced. The entry
+    # holds the tool itself, so its id cannot be reused while the entry is there.
+    try:
+        key = (counter, id(tool))
+        known = _TOOL_TOKENS.get(key)
+    except TypeError:  # an unhashable counter
+        return counter(_as_text(convert_to_openai_tool(tool)))
+    signature = _tool_signature(tool)
+    if known is not None and known[0] is tool and known[1] == signature:
+        return known[2]
+    tokens = counter(_as_text(convert_to_openai_tool(tool)))
+    with _TOOL_LOCK:
+        _TOOL_TOKENS[key] = (tool, signature, tokens)
+        while len(_TOOL_TOKENS) > _MAX_TOOLS:
+            del _TOOL_TOKENS[next(iter(_TOOL_TOKENS))]
+    return tokens
+
+
+def _tool_signature(tool: Any) -> tuple[object, object, int]:  # noqa: ANN401
+    return (
+        getattr(tool, "name", None),
+        getattr(tool, "description", None),
+        id(getattr(tool, "args_schema", None)),
+    )
+
+
+_TOOL_TOKENS: dict[tuple[Any, int], tuple[Any, tuple[object, object, int], int]] = {}
+_TOOL_LOCK = threading.Lock()
+_MAX_TOOLS = 512
 
 
 def count_fixed_tokens(

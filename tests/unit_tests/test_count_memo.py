@@ -219,3 +219,26 @@ def test_a_message_collected_inside_a_write_does_not_deadlock() -> None:
     worker.join(timeout=5)
     assert not worker.is_alive(), "the callback deadlocked on the write's lock"
     assert len(seen) == 0
+
+
+def test_tool_schemas_are_counted_once_and_again_when_a_tool_changes() -> None:
+    from langchain_core.tools import tool
+
+    from langchain_contextkit import count_tool_tokens
+
+    @tool
+    def lookup(query: str) -> str:
+        """Look a word up."""
+        return query
+
+    counter = CountingCounter()
+    first = count_tool_tokens([lookup], counter)
+    calls = counter.calls
+    assert count_tool_tokens([lookup], counter) == first
+    assert counter.calls == calls  # the same tool again: not converted, not counted
+    lookup.description = "Look a word up in the big dictionary of every language. " * 5
+    assert count_tool_tokens([lookup], counter) > first
+    schema = {"type": "function", "function": {"name": "f", "description": "d", "parameters": {}}}
+    before = count_tool_tokens([schema], counter)
+    schema["function"]["description"] = "a much longer description " * 10  # type: ignore[index]
+    assert count_tool_tokens([schema], counter) > before
