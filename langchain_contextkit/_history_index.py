@@ -15,6 +15,7 @@ all fall back to the per-message memos, which give the same figures more slowly.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import operator
 import threading
@@ -28,7 +29,7 @@ from langchain_contextkit._recap_grid import message_digest
 from langchain_contextkit.tokens import message_token_costs
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Hashable, Sequence
 
     from langchain_core.messages import BaseMessage
 
@@ -48,6 +49,7 @@ class HistoryArrays:
 
     messages: tuple[BaseMessage, ...] = ()
     contents: tuple[object, ...] = ()
+    sent: tuple[tuple[object, ...], ...] = ()  # each message's sent fields when indexed
     costs: tuple[int, ...] = ()
     totals: tuple[int, ...] = (0,)  # totals[n] = sum(costs[:n])
     starts: tuple[int, ...] = ()  # unit starts
@@ -80,6 +82,7 @@ class HistoryArrays:
         return HistoryArrays(
             messages=(*self.messages, *new),
             contents=(*self.contents, *map(_CONTENT, new)),
+            sent=(*self.sent, *map(_sent_fields, new)),
             costs=(*self.costs, *costs),
             totals=totals,
             starts=(*self.starts, *starts),
@@ -101,7 +104,7 @@ class HistoryIndex:
     def __init__(self, counter: TokenCounter, size: int = 8) -> None:
         """Keep the arrays of up to `size` histories, counted with `counter`."""
         self._counter = counter
-        self._recent: dict[int, HistoryArrays] = {}
+        self._recent: dict[Hashable, HistoryArrays] = {}
         self._lock = threading.Lock()
         self._last = threading.local()  # each thread's latest arrays, for `suffix_cost`
         self.size = size
@@ -132,9 +135,9 @@ class HistoryIndex:
 
     def arrays(self, history: Sequence[BaseMessage]) -> HistoryArrays:
         """The arrays of `history` (a list of messages without the system prefix)."""
-        key = id(history[0]) if history else 0
+        key = _key(history)
         known = self._recent.get(key)
-        base = known if known is not None and _extends(history, known) else HistoryArrays()
+        base = _prefix_of(history, known) if known is not None else HistoryArrays()
         arrays = base.extended(history[len(base.messages) :], self._counter)
         self._last.arrays = arrays
         with self._lock:
@@ -145,12 +148,36 @@ class HistoryIndex:
         return arrays
 
 
-def _extends(history: Sequence[BaseMessage], known: HistoryArrays) -> bool:
-    """Whether `history` starts with exactly the messages (and contents) of `known`."""
+def _key(history: Sequence[BaseMessage]) -> Hashable:
+    """A history's name: its first message's id (copies keep it), else the object's."""
+    if not history:
+        return 0
+    first = history[0]
+    return first.id if isinstance(first.id, str) else id(first)
+
+
+def _prefix_of(history: Sequence[BaseMessage], known: HistoryArrays) -> HistoryArrays:
+    """`known` when `history` starts with its messages, else empty arrays.
+
+    The same objects are checked by identity alone (C speed). Equal copies (a
+    checkpointer deserialises the thread for every run) are checked field by field,
+    every sent field compared, and the arrays are then kept for the new objects.
+    """
     n = len(known.messages)
     if len(history) < n:
-        return False
+        return HistoryArrays()
     head = history[:n]
-    return all(map(operator.is_, head, known.messages)) and all(
+    if all(map(operator.is_, head, known.messages)) and all(
         map(operator.is_, map(_CONTENT, head), known.contents)
-    )
+    ):
+        return known
+    if tuple(map(_sent_fields, head)) == known.sent:
+        return dataclasses.replace(known, messages=tuple(head), contents=tuple(map(_CONTENT, head)))
+    return HistoryArrays()
+
+
+_SENT = ("content", "type", "role", "name", "tool_calls", "invalid_tool_calls", "tool_call_id")
+
+
+def _sent_fields(message: BaseMessage) -> tuple[object, ...]:
+    return tuple(map(vars(message).get, _SENT))

@@ -542,7 +542,8 @@ class HistoryCompactor:
             kind: SummarizerKind = "callback" if summarize is not None else "llm"
             attempts.append((kind, lambda: self._chain(plan, transcript)))
         if self.fallback or not attempts:
-            attempts.append(("extractive", lambda: self._chain(plan, self.extractive, sized=False)))
+            extractive = self._extractive_for(plan)
+            attempts.append(("extractive", lambda: self._chain(plan, extractive, sized=False)))
         error: str | None = None
         for kind, attempt in attempts:
             try:
@@ -588,7 +589,7 @@ class HistoryCompactor:
             llm = self._llm_summarizer
             attempts.append(("llm", lambda: self._achain(plan, llm.asummarize)))
         if self.fallback or not attempts:
-            extractive = self.extractive
+            extractive = self._extractive_for(plan)
             attempts.append(
                 ("extractive", lambda: self._achain(plan, extractive.asummarize, sized=False))
             )
@@ -615,6 +616,16 @@ class HistoryCompactor:
             return self.summarizer_window
         stated = model_limits(self.llm)[0] if self.llm is not None else None
         return stated if stated is not None else given
+
+    def _extractive_for(self, plan: _Plan) -> ExtractiveSummarizer:
+        """The extractive summariser, choosing its lines for this call's recap cap.
+
+        Choosing for `max_summary_tokens` and then cutting to a smaller cap would keep the
+        first lines, not the best ones: the latest turns' facts would be cut off.
+        """
+        if plan.cap >= self.extractive.max_tokens:
+            return self.extractive
+        return dataclasses.replace(self.extractive, max_tokens=max(1, plan.cap))
 
     def _chain(self, plan: _Plan, summarize: Summarize, *, sized: bool = True) -> str:
         """The recap after every epoch of `plan`, each extending the one before."""

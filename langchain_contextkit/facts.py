@@ -17,9 +17,12 @@ __all__ = [
     "has_decision",
     "has_identifier",
     "has_number",
+    "is_markup_line",
     "missing_facts",
     "normalised",
+    "salient_facts",
     "split_sentences",
+    "strip_markup",
 ]
 
 # Sentence ends: Latin punctuation followed by whitespace, CJK punctuation anywhere, and
@@ -51,6 +54,59 @@ _CONCLUSION = re.compile(
 )
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _TRAILING_PUNCTUATION = ".,;:!?)]}'\""
+
+
+# Typesetting that tools print verbatim (roff escapes of man-page sources, HTML tags and
+# entities): the digits inside it ("\\fI2\\fR", "\\s-1") state nothing.
+_MARKUP = re.compile(
+    r"\\f(?:\(..|\[[^\]]*\]|.)"  # font changes: \fB \fI \fR \f(CW
+    r"|\\[*n](?:\(..|\[[^\]]*\]|.)"  # strings and registers
+    r"|\\s[+-]?\d+"  # size changes
+    r"|\\\(..|\\\[[^\]]*\]"  # special characters
+    r"|\\."  # any other escape
+    r"|</?[A-Za-z][^<>]{0,80}>|&#?\w+;"  # HTML tags and entities
+)
+# A roff request or comment line (".TH LS 1 2024", ".\\\" text"): layout, not content.
+_MARKUP_LINE = re.compile(r"^\s*(?:\.\s*[A-Za-z\\]{1,4}\b|\.\\\"|'\\\")")
+_NOISE_TOKEN = re.compile(
+    r"[/\\]"  # paths and URLs: a location, not a statement
+    r"|^v?\d+(?:\.\d+){2,}$"  # version strings: 3.11.7
+    r"|^[A-Za-z][\w-]*\.[a-z]{1,4}$"  # file names: menu.vim, ls.1
+    r"|^[a-z]+\d+$"  # a word glued to its version: vim90, utf8
+    r"|^[^\W\d_]+(?:[-.][^\W\d_]+)+\.?$"  # hyphenated or dotted words: block-size, z.B.
+    r"|^[A-Z]{6,}$"  # a word in capitals (a man page's section headings): NAME, UNKNOWN
+)
+
+
+def strip_markup(text: str) -> str:
+    """`text` without roff escapes, HTML tags and entities (their digits state nothing)."""
+    return _MARKUP.sub(" ", text)
+
+
+def is_markup_line(text: str) -> bool:
+    """Whether `text` is a roff request or comment line (layout, not content)."""
+    return _MARKUP_LINE.match(text) is not None
+
+
+def salient_facts(text: str) -> list[str]:
+    r"""The fact tokens of `text` that state something, markup and its digits left out.
+
+    Numbers inside paths, markup, option syntax and version strings do not make a line a
+    fact: a man page's ``\fI2\fR`` or ``vim90/menu.vim`` is not what a user asked to keep.
+
+    Example:
+        ```python
+        from langchain_contextkit.facts import salient_facts
+
+        print(salient_facts("Use \\fB--width\\fR=80 with vim90/menu.vim (v3.11.7)."))
+        # ['80']
+        print(salient_facts("The code for item-7 is 493021."))
+        # ['item-7', '493021']
+        ```
+    """
+    if is_markup_line(text):
+        return []
+    return [t for t in fact_tokens(strip_markup(text)) if not _NOISE_TOKEN.search(t)]
 
 
 def split_sentences(text: str) -> list[str]:

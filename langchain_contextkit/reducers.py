@@ -312,22 +312,31 @@ async def reduce_agent(
     room = budget - must - sum(costs[i] for i in pinned)
     text = render_transcript(_flat(folded))
     instruction = registry.summary_instruction(max_tokens=room)
-    summary = await _summary_within(summarize, text, instruction, room, counter)
-    if not summary:
-        raise _exceeded(
-            what="the kept part with room for a summary of the older steps",
-            required=must,
-            budget=budget,
-        )
-
-    content = f"{registry.heading('recap')} {summary}"
-    entry: BaseMessage = AIMessage(content) if task else SystemMessage(content)
-    reduced = [*kept_head, entry, *_flat([u for u in middle if id(u) in pinned]), *recent]
-    _no_new_problems(messages, reduced)
-    return reduced
+    pins = _flat([u for u in middle if id(u) in pinned])
+    for _ in range(_ENTRY_ROUNDS):
+        summary = await _summary_within(summarize, text, instruction, room, counter)
+        if not summary:
+            break
+        content = f"{registry.heading('recap')} {summary}"
+        entry: BaseMessage = AIMessage(content) if task else SystemMessage(content)
+        reduced = [*kept_head, entry, *pins, *recent]
+        # An estimate is not additive where the heading meets the summary: check the whole.
+        excess = count_message_tokens(reduced, counter) - budget
+        if excess <= 0:
+            _no_new_problems(messages, reduced)
+            return reduced
+        room -= excess
+        if room < 1:
+            break
+    raise _exceeded(
+        what="the kept part with room for a summary of the older steps",
+        required=must,
+        budget=budget,
+    )
 
 
 _MIN_ROOM = 16  # the smallest summary worth writing; below it, pins give way
+_ENTRY_ROUNDS = 3  # the summary is redone smaller when the joined entry runs a token over
 
 
 def _units(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
@@ -487,7 +496,9 @@ async def reduce_plan(
         excess = counter(result.render()) - budget
         if excess <= 0:
             return result
-        smaller = counter(summary) - excess - 1
+        # The facts a shorter summary drops come back in the list and cost about as much
+        # again as the summary saved: shrink by twice the excess to converge in a few rounds.
+        smaller = counter(summary) - 2 * excess - 1
         if smaller < 1:
             break
         summary = ExtractiveSummarizer(max_tokens=smaller, counter=counter)(text)

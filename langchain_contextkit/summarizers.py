@@ -12,6 +12,7 @@ Two ship here:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import unicodedata
@@ -25,10 +26,11 @@ from langgraph.constants import TAG_NOSTREAM
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.facts import (
     has_decision,
-    has_identifier,
-    has_number,
+    is_markup_line,
     normalised,
+    salient_facts,
     split_sentences,
+    strip_markup,
 )
 from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.tokens import TokenCounter, count_tokens
@@ -102,8 +104,15 @@ def render_transcript(messages: Sequence[BaseMessage]) -> str:
                 f"[calls {call['name']}({json.dumps(call['args'], ensure_ascii=False)})]"
                 for call in message.tool_calls
             )
-        blocks.append(f"{label}: {' '.join(parts)}")
+        # Every line after a block's first is indented: a line of a tool's output that
+        # begins "User:" or "Note:" stays the tool's, through any number of recaps.
+        body = " ".join(parts).replace("\n", "\n" + _CONTINUED)
+        blocks.append(f"{label}: {body}")
     return "\n".join(blocks)
+
+
+_CONTINUED = "  "
+"""How `render_transcript` marks the further lines of one message."""
 
 
 def compose_extension(previous: str, new_text: str) -> str:
@@ -166,6 +175,9 @@ def summarizer_from_llm(llm: BaseChatModel, prompts: PromptRegistry | None = Non
 
 
 _ROLE_PREFIX = re.compile(r"^(User|Assistant|System|Tool(?: \([^)]*\))?|[A-Z][\w ]{0,20}):\s*")
+_SPEAKER = re.compile(r"^(?:- )?(User|Assistant|System|Tool(?: \([^)]*\))?):\s*")
+"""The labels `render_transcript` writes, bare or as a summary's ``- Label:`` lines (a
+map-reduce merges summaries): only these start a new speaker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,14 +196,19 @@ class _Sentence:
 class ExtractiveSummarizer:
     r"""A deterministic summariser without an LLM: keep the sentences that carry facts.
 
-    A sentence scores for digits (numbers, dates, amounts), identifiers (codes, paths,
-    snake_case, camelCase), and words of decision or conclusion (English and Chinese);
-    the user's own sentences score more (they are the ground truth and cannot be fetched
-    again), a tool's output a little less. Sentences with no score are dropped,
-    near-duplicates (same words ignoring case and punctuation) are kept once, and the
-    best-scoring sentences are kept under `max_tokens`, printed in their original order
-    as ``- Role: sentence`` lines. Lines of a previous summary (text composed by
-    `compose_extension`) are kept first.
+    A sentence scores for its salient facts (`facts.salient_facts`: numbers, dates,
+    amounts and ids that carry a number weigh most; a lone digit, a name from code, and
+    anything inside markup, paths, options or version strings weigh little or nothing)
+    and for words of decision or conclusion (English and Chinese). The user's own
+    sentences outrank everything else (they are the ground truth and cannot be fetched
+    again), a tool's output ranks a little lower, and a tool's line without words or
+    names (a bare ``2``) or a roff request line is never kept. Every line keeps its
+    speaker: the further lines of a message (indented by `render_transcript`) are the
+    speaker's own, and a recap's ``- Role:`` lines keep their role through any number of
+    re-compactions. Near-duplicates (same words ignoring case and punctuation) are kept
+    once, and the best-scoring sentences of the previous summary (text composed by
+    `compose_extension`, at most two thirds of the cap) and of the new text are kept under
+    `max_tokens`, printed in their original order as ``- Role: sentence`` lines.
 
     It never raises on any text and returns "" only when nothing scores.
 
@@ -227,30 +244,51 @@ class ExtractiveSummarizer:
     def __call__(self, text: str, instruction: str = "") -> str:  # noqa: ARG002 - the callback's shape
         """Summarise `text`; `instruction` is accepted for the callback's shape and ignored."""
         previous, body = _split_extension(text)
-        seen: set[str] = set()
-        # An earlier summary keeps at most two thirds of the cap, its best lines first, so a
-        # full recap still takes in new facts instead of freezing at its first turns.
-        old = self._select(_previous_sentences(previous), seen, self.max_tokens * 2 // 3)
-        used = sum(self.counter(line) + 1 for line in old)
-        new = self._select(_sentences(body), seen, self.max_tokens - used)
-        return "\n".join([*old, *new])
+        old = _previous_sentences(previous)
+        new = [dataclasses.replace(s, position=len(old) + s.position) for s in _sentences(body)]
+        # Old and new lines compete on their scores alone (a weak old line must not keep
+        # out a new fact), but an earlier summary keeps at most two thirds of the cap, so
+        # a full recap still takes in new facts instead of freezing at its first turns.
+        return self._within_cap(self._select([*old, *new], len(old), self.max_tokens * 2 // 3))
 
-    def _select(self, sentences: list[_Sentence], seen: set[str], room: int) -> list[str]:
-        """The best-scoring, not yet seen sentences within `room`, in their own order."""
+    def _within_cap(self, lines: list[str]) -> str:
+        """The lines joined, the latest dropped while the whole is over the cap.
+
+        Lines were chosen by their counts one by one; an estimate is not additive across
+        a line break, so the joined text is checked once and trimmed when it runs over.
+        """
+        text = "\n".join(lines)
+        while lines and self.counter(text) > self.max_tokens:
+            lines = lines[:-1]
+            text = "\n".join(lines)
+        return text
+
+    def _select(self, sentences: list[_Sentence], n_old: int, old_room: int) -> list[str]:
+        """The best-scoring distinct sentences within the cap, in their own order.
+
+        The first `n_old` are an earlier summary's lines, which may take `old_room` at most.
+        """
         chosen: list[_Sentence] = []
-        used = 0
-        for sentence in sorted(sentences, key=lambda s: (-s.score, s.position)):
+        seen: set[str] = set()
+        used = used_old = 0
+        last = len(sentences) - 1
+        # Equal scores: the lines nearest either end first. When the cap is full, what
+        # goes is the middle: the conversation's opening and where it is now both stay.
+        order = sorted(sentences, key=lambda s: (-s.score, min(s.position, last - s.position)))
+        for sentence in order:
             if sentence.score <= 0:
                 break
             key = _normalised(sentence.text)
             if not key or key in seen:
                 continue
             cost = self.counter(sentence.line) + 1  # + the newline
-            if used + cost > room:
+            is_old = sentence.position < n_old
+            if used + cost > self.max_tokens or (is_old and used_old + cost > old_room):
                 continue
             seen.add(key)
             chosen.append(sentence)
             used += cost
+            used_old += cost if is_old else 0
         chosen.sort(key=lambda s: s.position)
         return [s.line for s in chosen]
 
@@ -285,33 +323,62 @@ def _previous_sentences(lines: list[str]) -> list[_Sentence]:
 def _sentences(text: str) -> list[_Sentence]:
     """Split a transcript into scored sentences, each labelled with its speaker."""
     out: list[_Sentence] = []
+    label = "Note"
     for line in text.splitlines():
-        match = _ROLE_PREFIX.match(line)
-        label = match.group(1) if match else "Note"
-        body = line[match.end() :] if match else line
+        match = _SPEAKER.match(line)
+        if match:
+            label, body = match.group(1), line[match.end() :]
+        elif line.startswith(_CONTINUED) or label != "Note":
+            body = line  # a further line of the same message: the same speaker
+        else:  # plain text, not a transcript
+            match = _ROLE_PREFIX.match(line)
+            label = match.group(1) if match else "Note"
+            body = line[match.end() :] if match else line
+        if is_markup_line(body):
+            continue  # a roff request or comment: layout, never a fact
         for sentence in split_sentences(body):
             out.append(_Sentence(len(out), label, sentence, _score(sentence, label)))
     return out
 
 
 def _score(sentence: str, label: str) -> int:
-    score = 0
-    if has_number(sentence):
-        score += 3
-    if has_identifier(sentence):
-        score += 2
-    if has_decision(sentence):
+    clean = strip_markup(sentence)
+    score, has_name = _fact_weight(sentence)
+    if has_decision(clean):
         score += 2
     if label == "User":
         # What the user states is the conversation's ground truth and cannot be fetched
-        # again; a tool's output usually can, so it yields first when space is short.
+        # again: it outranks everything a tool printed, which usually can be.
         if score:
-            score += 2
-        elif _has_words(sentence):
-            score = 1
-    elif label.startswith("Tool") and score > 1:
-        score -= 1
+            return score + 5
+        return 1 if _has_words(clean) else 0
+    if not has_name and not _has_words(clean):
+        return 0  # a bare number from a tool's output ("2", "\\fI3\\fR"): not a statement
+    if label.startswith("Tool"):
+        return max(0, score - 1)
     return score
+
+
+def _fact_weight(sentence: str) -> tuple[int, bool]:
+    """What the sentence's salient facts weigh, and whether one of them is a name."""
+    numbers: list[str] = []
+    names: list[str] = []
+    for token in salient_facts(sentence):
+        (numbers if token[0].isdigit() or token[0] in "$€£¥" else names).append(token)
+    weight = 0
+    if any(len(n) > _MINOR_NUMBER for n in numbers):
+        weight += 3  # a code, amount, date or measure
+    elif numbers:
+        weight += 1  # a lone digit ("0", "2"): options and counts in prose, rarely a fact
+    if any(any(ch.isdigit() for ch in name) for name in names):
+        weight += 2  # an id that carries a number: INV-88213, item-7, db-7
+    elif names:
+        weight += 1  # a name in code (APT::Cache, snake_case): often just quoted source
+    return weight, bool(names)
+
+
+_MINOR_NUMBER = 2
+"""Numbers of at most this many characters weigh little: "0", "2", "10"."""
 
 
 def _has_words(sentence: str) -> bool:

