@@ -98,7 +98,7 @@ class SeenMessages:
 
     def __init__(self) -> None:
         """Start empty."""
-        self._by_id: dict[int, tuple[weakref.ref[BaseMessage], tuple[int, ...], dict[Any, Any]]]
+        self._by_id: dict[int, tuple[weakref.ref[BaseMessage], tuple[object, ...], dict[Any, Any]]]
         self._by_id = {}
         # Re-entrant: a weakref callback (`_forget`) can run inside `put` on this very
         # thread, when creating the new entry triggers a garbage collection.
@@ -147,10 +147,12 @@ _SENT_FIELDS = (
 )
 
 
-def _field_ids(message: BaseMessage) -> tuple[int, ...]:
+def _field_ids(message: BaseMessage) -> tuple[object, ...]:
+    # The field objects themselves: a tuple compares them by identity first (C speed),
+    # and holding them costs nothing while the message lives (ids would be new ints).
     # pydantic keeps fields in the instance dict (getattr of a missing one is slow), and
     # map() keeps the loop in C: this runs for every message of every call.
-    return tuple(map(id, map(vars(message).get, _SENT_FIELDS)))
+    return tuple(map(vars(message).get, _SENT_FIELDS))
 
 
 SEEN_MESSAGES = SeenMessages()

@@ -768,7 +768,7 @@ def count_text_tokens(text: str) -> int:
     return _finish(milli)
 
 
-_BATCH_CHARS = 1 << 22
+_BATCH_CHARS = 1 << 18
 """Texts are counted together in batches of about this many characters."""
 
 
