@@ -11,6 +11,7 @@ steps in, and when nothing can be summarised the history comes back unchanged.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 import threading
@@ -804,6 +805,8 @@ class HistoryCompactor:
         A caller that re-sends the whole list and keeps no state gets the same text, so
         the same prefix, as the call that made it.
         """
+        if not self._recaps:  # nothing made yet (a window that never compacted)
+            return None
         for cut in reversed(cuts):
             known = self._recaps.get(digests[cut])
             if known is not None:
@@ -834,7 +837,7 @@ class HistoryCompactor:
             # A recap this process made for a later point (a caller that re-sends the whole
             # list and keeps no state): any unit start, as a call whose turn did not fit
             # may have cut off the grid (forced), and its checkpointed twin went on from there.
-            known = self._latest_known([u for u in starts if u > base], digests)
+            known = self._latest_known(starts[bisect.bisect_right(starts, base) :], digests)
             if known is not None:
                 previous, base = known
         heading = count_message_tokens(
@@ -1058,11 +1061,18 @@ class _RecapMemo:
         self._lock = threading.Lock()
 
     def get(self, digest: str) -> str | None:
+        # A miss (the common case: every unit start is tried) needs no lock: a dict read
+        # is atomic. A hit is moved to the end under the lock, as the most recent.
+        if digest not in self._items:
+            return None
         with self._lock:
             text = self._items.get(digest)
             if text is not None:
                 self._items.move_to_end(digest)
             return text
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def put(self, digest: str, text: str) -> None:
         with self._lock:
