@@ -112,6 +112,10 @@ def find_message_problems(
         # orphan_tool_result
         ```
     """
+    if _clean(messages, allow_pending=allow_pending_tool_calls) and not (
+        require_human_first and _first_not_human(messages)
+    ):
+        return []  # the common case, checked by a tight loop; a problem gets the full scan
     scan = _Scan(len(messages), allow_pending_tool_calls=allow_pending_tool_calls)
     for i, message in enumerate(messages):
         scan.visit(i, message)
@@ -128,6 +132,40 @@ def find_message_problems(
         )
     problems.sort(key=lambda p: p.index)
     return problems
+
+
+def _clean(messages: Sequence[BaseMessage], *, allow_pending: bool) -> bool:
+    """Whether `_Scan` would find no problem (the same rules, without reporting any).
+
+    Every request the middleware sends is checked: this runs on each message of the
+    window on every call, so it is one loop with no method calls.
+    """
+    open_calls: set[str] = set()
+    in_block = started = False
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            call_id = message.tool_call_id
+            if not in_block or call_id not in open_calls:
+                return False  # an orphan, or a second answer to one call
+            open_calls.discard(call_id)
+        else:
+            if open_calls:
+                return False  # a call left unanswered before the next message
+            in_block = False
+            if isinstance(message, SystemMessage):
+                if started:
+                    return False  # a system message after the conversation began
+                continue
+            if isinstance(message, AIMessage) and message.tool_calls:
+                in_block = True
+                open_calls.update(call.get("id") or "" for call in message.tool_calls)
+        started = True
+    return allow_pending or not open_calls
+
+
+def _first_not_human(messages: Sequence[BaseMessage]) -> bool:
+    first = next((m for m in messages if not isinstance(m, SystemMessage)), None)
+    return first is not None and not isinstance(first, HumanMessage)
 
 
 class _Scan:
