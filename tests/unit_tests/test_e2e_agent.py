@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_contextkit import (
@@ -407,19 +406,6 @@ def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
 # --- the test ----------------------------------------------------------------------------
 
 
-def chat_model(base_url: str) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=base_url,
-        api_key="x",
-        model="gpt-4o-mini",  # a name only: the stub shapes the replies
-        max_tokens=MAX_OUTPUT,
-        max_retries=0,  # a 400 is final
-        disable_streaming=True,
-        use_responses_api=False,
-        profile={"max_input_tokens": WINDOW, "max_output_tokens": MAX_OUTPUT},
-    )
-
-
 @dataclass
 class Session:
     """What one played conversation left: the stub's books, the state, the folders."""
@@ -438,7 +424,7 @@ def agent_session(tmp_path: Path) -> Iterator[tuple[Any, OpenAIStub, Path, Path]
     build_project(project)
     store = FileNoteStore(notes_dir)
     with OpenAIStub(respond, window=WINDOW) as stub:
-        llm = chat_model(stub.base_url)
+        llm = stub.chat_model(max_tokens=MAX_OUTPUT)
         middleware = ContextKitMiddleware.for_model(
             llm,
             note_store=store,

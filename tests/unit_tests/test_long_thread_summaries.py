@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
 
 from langchain_contextkit import ContextKitMiddleware, PromptRegistry, count_tokens
 from langchain_contextkit._chunked_summary import (
@@ -67,26 +66,13 @@ def count_shelf(shelf: int) -> str:
     return f"Shelf {shelf}: 12 items."
 
 
-def model(base_url: str) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=base_url,
-        api_key="x",
-        model="gpt-4o-mini",
-        max_tokens=256,
-        max_retries=0,
-        disable_streaming=True,
-        use_responses_api=False,
-        profile={"max_input_tokens": WINDOW, "max_output_tokens": 256},
-    )
-
-
 @pytest.mark.allow_hosts(["127.0.0.1"])
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_the_default_middleware_on_a_2000_message_thread_sends_nothing_too_large(
     mode: str,
 ) -> None:
     with OpenAIStub(respond, window=WINDOW) as stub:
-        llm = model(stub.base_url)
+        llm = stub.chat_model(max_tokens=256)
         agent = create_agent(llm, [count_shelf], middleware=[ContextKitMiddleware.for_model(llm)])
         question = HumanMessage("Which facts did I give you?")
         payload = {"messages": [*thread(), question]}

@@ -119,16 +119,7 @@ def run(
         return piece(language, 1000 + page, 1200)
 
     with OpenAIStub(respond, window=stub_window, encoding=encoding) as stub:
-        llm = ChatOpenAI(
-            base_url=stub.base_url,
-            api_key="x",
-            model="gpt-4o-mini",
-            max_tokens=MAX_OUTPUT,
-            max_retries=0,
-            disable_streaming=True,
-            use_responses_api=False,
-            profile={"max_input_tokens": WINDOW, "max_output_tokens": MAX_OUTPUT},
-        )
+        llm = stub.chat_model(max_tokens=MAX_OUTPUT, window=WINDOW)
         agent = create_agent(
             llm,
             [read_manual],
