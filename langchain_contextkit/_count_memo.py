@@ -32,7 +32,7 @@ class CountMemo:
     share one memo never see a half-written entry.
     """
 
-    __slots__ = ("_counts", "_lock", "hits", "max_entries", "misses")
+    __slots__ = ("_counts", "_lock", "max_entries")
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         """Start empty.
@@ -49,17 +49,10 @@ class CountMemo:
         self.max_entries = max_entries
         self._counts: dict[Hashable, int] = {}
         self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
 
     def get(self, key: Hashable) -> int | None:
         """The count stored under `key`, or None."""
-        count = self._counts.get(key)
-        if count is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-        return count
+        return self._counts.get(key)
 
     def put(self, key: Hashable, count: int) -> None:
         """Store `count` under `key`, evicting the oldest entries past the bound."""
@@ -72,10 +65,9 @@ class CountMemo:
                     del self._counts[old]
 
     def clear(self) -> None:
-        """Forget every count (and the hit and miss tallies)."""
+        """Forget every count."""
         with self._lock:
             self._counts.clear()
-            self.hits = self.misses = 0
 
     def __len__(self) -> int:
         """How many counts are stored."""
@@ -107,13 +99,13 @@ class SeenMessages:
     def get(self, message: BaseMessage, what: Hashable) -> Any:  # noqa: ANN401 - per `what`
         """What was stored as `what` for this very message, unchanged since; else None."""
         seen = self._by_id.get(id(message))
-        if seen is None or seen[0]() is not message or seen[1] != _field_ids(message):
+        if seen is None or seen[0]() is not message or seen[1] != sent_fields(message):
             return None
         return seen[2].get(what)
 
     def put(self, message: BaseMessage, what: Hashable, value: object) -> None:
         """Store `value` as `what` for `message` (as its fields are now)."""
-        key, fields = id(message), _field_ids(message)
+        key, fields = id(message), sent_fields(message)
         with self._lock:
             seen = self._by_id.get(key)
             if seen is not None and seen[0]() is message and seen[1] == fields:
@@ -147,7 +139,8 @@ _SENT_FIELDS = (
 )
 
 
-def _field_ids(message: BaseMessage) -> tuple[object, ...]:
+def sent_fields(message: BaseMessage) -> tuple[object, ...]:
+    """The fields of `message` that a request sends (and a count or digest reads)."""
     # The field objects themselves: a tuple compares them by identity first (C speed),
     # and holding them costs nothing while the message lives (ids would be new ints).
     # pydantic keeps fields in the instance dict (getattr of a missing one is slow), and

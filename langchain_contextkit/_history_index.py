@@ -2,15 +2,19 @@
 
 The window-sized compactor needs, on every call, each message's token cost, their running
 totals, the unit starts (where a cut may fall) and a content digest of every prefix. An
-agent's history only grows between calls, and a caller with a checkpointer (or one that
-passes back the list it was given) hands over the very same message objects again. So the
-arrays of the last history seen are kept, and a call whose history starts with those
-objects only extends them by its new messages: a call costs what changed, not the history.
+agent's history only grows between calls. A caller that passes back the list it was
+given hands over the very same message objects again; a checkpointer hands over equal
+copies. So the arrays of the last history seen are kept, and a call whose history starts
+with those messages only extends them by its new ones: a call costs what changed, not
+the history.
 
-A prefix is reused only when its messages are the same objects with the same content
-object (a C-level identity check, no per-message Python): a message replaced by id, a
-copied list of equal messages from a stateless caller, or a content reassigned in place
-all fall back to the per-message memos, which give the same figures more slowly.
+A prefix is reused when its messages are the same objects with the same content objects
+(a C-level identity check), or, failing that, when every sent field of every message
+equals the snapshot taken when it was indexed (a checkpointer's copies). A message
+replaced by id or edited (its content or tool calls reassigned) rebuilds the arrays from
+the per-message memos, which give the same figures more slowly. A `tool_calls` list
+reassigned on a message that keeps its object and content is the one edit the identity
+check does not see.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import ToolMessage
 
-from langchain_contextkit._recap_grid import message_digest
+from langchain_contextkit._count_memo import sent_fields
+from langchain_contextkit._recap_grid import chain_digests
 from langchain_contextkit.tokens import message_token_costs
 
 if TYPE_CHECKING:
@@ -68,10 +73,7 @@ class HistoryArrays:
         offset = len(self.messages)
         costs = message_token_costs(new, counter)
         state = self.state.copy()
-        digests = []
-        for message in new:
-            state.update(message_digest(message))
-            digests.append(state.copy().hexdigest())
+        digests = chain_digests(state, new)
         totals = (*self.totals, *islice(accumulate(costs, initial=self.totals[-1]), 1, None))
         # A tool message never starts a unit (`unit_starts`): a cut never orphans a result.
         starts = [
@@ -82,7 +84,7 @@ class HistoryArrays:
         return HistoryArrays(
             messages=(*self.messages, *new),
             contents=(*self.contents, *map(_CONTENT, new)),
-            sent=(*self.sent, *map(_sent_fields, new)),
+            sent=(*self.sent, *map(sent_fields, new)),
             costs=(*self.costs, *costs),
             totals=totals,
             starts=(*self.starts, *starts),
@@ -171,13 +173,6 @@ def _prefix_of(history: Sequence[BaseMessage], known: HistoryArrays) -> HistoryA
         map(operator.is_, map(_CONTENT, head), known.contents)
     ):
         return known
-    if tuple(map(_sent_fields, head)) == known.sent:
+    if tuple(map(sent_fields, head)) == known.sent:
         return dataclasses.replace(known, messages=tuple(head), contents=tuple(map(_CONTENT, head)))
     return HistoryArrays()
-
-
-_SENT = ("content", "type", "role", "name", "tool_calls", "invalid_tool_calls", "tool_call_id")
-
-
-def _sent_fields(message: BaseMessage) -> tuple[object, ...]:
-    return tuple(map(vars(message).get, _SENT))

@@ -38,6 +38,7 @@ __all__ = [
     "LOW_WATER",
     "RECAP_SHARE",
     "WaterMarks",
+    "chain_digests",
     "grid_cuts",
     "grid_points",
     "message_digest",
@@ -198,8 +199,16 @@ def _fingerprint(message: BaseMessage) -> bytes:
 
 def prefix_digests(messages: Sequence[BaseMessage]) -> list[str]:
     """`digests[n]` names `messages[:n]` by content (`digests[0]` is the empty prefix)."""
-    digests = [""]
-    state = hashlib.blake2b(digest_size=16)
+    return ["", *chain_digests(hashlib.blake2b(digest_size=16), messages)]
+
+
+def chain_digests(state: hashlib.blake2b, messages: Sequence[BaseMessage]) -> list[str]:
+    """The digests of the prefixes that end at each of `messages`, extending `state`.
+
+    `state` holds everything before them (updated in place), so a history that grows
+    extends its digests instead of hashing itself again.
+    """
+    digests = []
     for message in messages:
         state.update(message_digest(message))
         digests.append(state.copy().hexdigest())

@@ -444,7 +444,7 @@ def message_token_costs(
     except TypeError:
         return [_count_parts(*_message_parts(m, image_tokens), counter) for m in messages]
     scale = (counter, image_tokens)
-    costs: list[int | None] = [_SEEN.get(m, scale) for m in messages]
+    costs: list[int | None] = [SEEN_MESSAGES.get(m, scale) for m in messages]
     missing = [i for i, cost in enumerate(costs) if cost is None]
     if not missing:
         return costs  # type: ignore[return-value]  # none is None
@@ -462,15 +462,12 @@ def message_token_costs(
             _MEMO.put(keys[i], cost)
             costs[i] = cost
     for i in missing:
-        _SEEN.put(messages[i], scale, costs[i])
+        SEEN_MESSAGES.put(messages[i], scale, costs[i])
     return costs  # type: ignore[return-value]  # every None was filled above
 
 
 _MEMO = CountMemo()
 """Message counts of this process, keyed by counter, image cost and the counted fields."""
-
-
-_SEEN = SEEN_MESSAGES
 
 
 def _fingerprint(message: BaseMessage) -> Hashable:
