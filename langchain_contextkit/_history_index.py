@@ -8,17 +8,18 @@ copies. So the arrays of the last history seen are kept, and a call whose histor
 with those messages only extends them by its new ones: a call costs what changed, not
 the history.
 
-A prefix is reused when its messages are the same objects with the same content objects
-(a C-level identity check), or, failing that, when every sent field of every message
-equals the snapshot taken when it was indexed (a checkpointer's copies). A message
-replaced by id or edited (its content or tool calls reassigned) rebuilds the arrays from
-the per-message memos, which give the same figures more slowly. A `tool_calls` list
-reassigned on a message that keeps its object and content is the one edit the identity
-check does not see.
+A prefix is reused when the known messages still hold the content objects they were
+indexed with, and the history starts with those very objects (a C-level identity check)
+or with equal copies (a checkpointer's: every field compared with the known message's, a
+C-level dict comparison). A message replaced by id or edited (its content reassigned)
+rebuilds the arrays from the per-message memos, which give the same figures more slowly.
+A `tool_calls` list reassigned on a message that keeps its object and content is the one
+edit these checks do not see.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import operator
@@ -29,8 +30,8 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import ToolMessage
 
-from langchain_contextkit._count_memo import sent_fields
 from langchain_contextkit._recap_grid import chain_digests
+from langchain_contextkit.messages import CleanScan, resume_scan
 from langchain_contextkit.tokens import message_token_costs
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from langchain_contextkit.tokens import TokenCounter
 
 _CONTENT = operator.attrgetter("content")
+_CLEAN = CleanScan()
 
 
 @dataclass(frozen=True)
@@ -54,12 +56,12 @@ class HistoryArrays:
 
     messages: tuple[BaseMessage, ...] = ()
     contents: tuple[object, ...] = ()
-    sent: tuple[tuple[object, ...], ...] = ()  # each message's sent fields when indexed
     costs: tuple[int, ...] = ()
     totals: tuple[int, ...] = (0,)  # totals[n] = sum(costs[:n])
     starts: tuple[int, ...] = ()  # unit starts
     unit_totals: tuple[int, ...] = ()  # totals at each unit start
     digests: tuple[str, ...] = ("",)  # digests[n] names messages[:n] by content
+    scan: CleanScan | None = _CLEAN  # the rules' state at the end; None: a problem
     state: hashlib.blake2b = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
 
     def cost(self, start: int, end: int | None = None) -> int:
@@ -84,14 +86,25 @@ class HistoryArrays:
         return HistoryArrays(
             messages=(*self.messages, *new),
             contents=(*self.contents, *map(_CONTENT, new)),
-            sent=(*self.sent, *map(sent_fields, new)),
             costs=(*self.costs, *costs),
             totals=totals,
             starts=(*self.starts, *starts),
             unit_totals=(*self.unit_totals, *(totals[u] for u in starts)),
             digests=(*self.digests, *digests),
+            scan=None if self.scan is None else resume_scan(self.scan, new),
             state=state,
         )
+
+    def clean_from(self, start: int) -> CleanScan | None:
+        """The rules' state at the end of `messages[start:]`, when it is known clean.
+
+        A history clean from its first message is clean from any unit start (the scan
+        is then between units, with nothing open), and ends in the same state.
+        """
+        if self.scan is None or start >= len(self.messages):
+            return None
+        at = bisect.bisect_left(self.starts, start)
+        return self.scan if at < len(self.starts) and self.starts[at] == start else None
 
 
 class HistoryIndex:
@@ -108,7 +121,7 @@ class HistoryIndex:
         self._counter = counter
         self._recent: dict[Hashable, HistoryArrays] = {}
         self._lock = threading.Lock()
-        self._last = threading.local()  # each thread's latest arrays, for `suffix_cost`
+        self._last = threading.local()  # each thread's latest arrays, for `suffix`
         self.size = size
 
     @property
@@ -116,24 +129,30 @@ class HistoryIndex:
         """The counter the costs are in."""
         return self._counter
 
-    def suffix_cost(self, messages: Sequence[BaseMessage]) -> int | None:
-        """Tokens of `messages` when they end the history this thread indexed last.
+    def suffix(self, messages: Sequence[BaseMessage]) -> tuple[HistoryArrays, int] | None:
+        """The arrays this thread indexed last and where `messages` starts in them.
 
-        A compacted view keeps a suffix of its history: its cost is then a difference of
-        two running totals instead of a pass over it. None when it is not such a suffix.
+        A compacted view keeps a suffix of its history: what is known of it (its cost, a
+        difference of two running totals; whether it is clean) is then read, not
+        recomputed. None when `messages` is not such a suffix (the same objects).
         """
         arrays: HistoryArrays | None = getattr(self._last, "arrays", None)
         n = len(messages)
         if arrays is None or n > len(arrays.messages):
             return None
-        if n == 0:
-            return 0
         start = len(arrays.messages) - n
         tail = arrays.messages[start:]
         same = all(map(operator.is_, messages, tail)) and all(
             map(operator.is_, map(_CONTENT, messages), arrays.contents[start:])
         )
-        return arrays.cost(start) if same else None
+        return (arrays, start) if same else None
+
+    def suffix_cost(self, messages: Sequence[BaseMessage]) -> int | None:
+        """Tokens of `messages` when they end the history this thread indexed last."""
+        if not messages:
+            return 0
+        known = self.suffix(messages)
+        return None if known is None else known[0].cost(known[1])
 
     def arrays(self, history: Sequence[BaseMessage]) -> HistoryArrays:
         """The arrays of `history` (a list of messages without the system prefix)."""
@@ -161,18 +180,20 @@ def _key(history: Sequence[BaseMessage]) -> Hashable:
 def _prefix_of(history: Sequence[BaseMessage], known: HistoryArrays) -> HistoryArrays:
     """`known` when `history` starts with its messages, else empty arrays.
 
-    The same objects are checked by identity alone (C speed). Equal copies (a
-    checkpointer deserialises the thread for every run) are checked field by field,
-    every sent field compared, and the arrays are then kept for the new objects.
+    The known messages must still hold the content objects they were indexed with (a
+    reassigned content is an edit). Then the same objects are checked by identity
+    alone; equal copies (a checkpointer deserialises the thread for every run) by
+    comparing each copy's fields with the known message's, all of them and in C (a
+    dict comparison), and the arrays are then kept for the new objects.
     """
     n = len(known.messages)
-    if len(history) < n:
+    if len(history) < n or not all(
+        map(operator.is_, map(_CONTENT, known.messages), known.contents)
+    ):
         return HistoryArrays()
     head = history[:n]
-    if all(map(operator.is_, head, known.messages)) and all(
-        map(operator.is_, map(_CONTENT, head), known.contents)
-    ):
+    if all(map(operator.is_, head, known.messages)):
         return known
-    if tuple(map(sent_fields, head)) == known.sent:
+    if list(map(vars, head)) == list(map(vars, known.messages)):
         return dataclasses.replace(known, messages=tuple(head), contents=tuple(map(_CONTENT, head)))
     return HistoryArrays()

@@ -29,6 +29,7 @@ from langchain_contextkit._recap_grid import WaterMarks, grid_cuts
 from langchain_contextkit.budget import model_limits
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import (
+    CleanScan,
     find_message_problems,
     message_costs,
     split_system,
@@ -397,13 +398,23 @@ class HistoryCompactor:
         self._recaps = _RecapMemo()
         self._index = HistoryIndex(token_counter)
 
-    def history_cost(self, messages: Sequence[BaseMessage]) -> int | None:
-        """Tokens of `messages` (no reply priming), when known without counting them.
+    def known_history(
+        self, messages: Sequence[BaseMessage]
+    ) -> tuple[int, CleanScan | None] | None:
+        """Tokens of `messages` (no reply priming) and the message rules' state at their end.
 
-        Known when they end the history this thread compacted last: a difference of the
-        running totals kept for it. None otherwise.
+        Known, without a pass over them, when they end the history this thread compacted
+        last: the cost is a difference of the running totals kept for it, and the state
+        is the one its check ended in (None when that history broke a rule, or `messages`
+        does not start on a unit). None when they are not such a suffix.
         """
-        return self._index.suffix_cost(messages)
+        if not messages:
+            return 0, None
+        known = self._index.suffix(messages)
+        if known is None:
+            return None
+        arrays, start = known
+        return arrays.cost(start), arrays.clean_from(start)
 
     @classmethod
     def from_config(
@@ -807,11 +818,13 @@ class HistoryCompactor:
         """
         if not self._recaps:  # nothing made yet (a window that never compacted)
             return None
-        for cut in reversed(cuts):
-            known = self._recaps.get(digests[cut])
-            if known is not None:
-                return known, cut
-        return None
+        # Every unit start is tried, newest first; the search runs in C (most are misses).
+        newest_first = map(digests.__getitem__, reversed(cuts))
+        digest = next(filter(self._recaps.known.__contains__, newest_first), None)
+        text = None if digest is None else self._recaps.get(digest)
+        if digest is None or text is None:
+            return None
+        return text, next(c for c in reversed(cuts) if digests[c] == digest)
 
     def _plan_sized(
         self,
@@ -1073,6 +1086,11 @@ class _RecapMemo:
 
     def __len__(self) -> int:
         return len(self._items)
+
+    @property
+    def known(self) -> Mapping[str, str]:
+        """The recaps by digest, for membership tests (read without the lock)."""
+        return self._items
 
     def put(self, digest: str, text: str) -> None:
         with self._lock:

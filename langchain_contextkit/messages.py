@@ -32,12 +32,14 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = [
+    "CleanScan",
     "MessageProblem",
     "ProblemCode",
     "check_messages",
     "find_message_problems",
     "message_costs",
     "next_human_start",
+    "resume_scan",
     "safe_cut",
     "split_system",
     "tail_start",
@@ -135,32 +137,71 @@ def find_message_problems(
 
 
 def _clean(messages: Sequence[BaseMessage], *, allow_pending: bool) -> bool:
-    """Whether `_Scan` would find no problem (the same rules, without reporting any).
+    """Whether `_Scan` would find no problem (the same rules, without reporting any)."""
+    scan = resume_scan(CleanScan(), messages)
+    return scan is not None and (allow_pending or not scan.open_calls)
 
-    Every request the middleware sends is checked: this runs on each message of the
-    window on every call, so it is one loop with no method calls.
+
+@dataclass(frozen=True, slots=True)
+class CleanScan:
+    """Where a problem-free scan of a message list stands at its end.
+
+    A list that only grows is checked by resuming from the state its known part ended
+    in (`resume_scan`), so a call checks what is new, not the whole window.
+
+    Attributes:
+        open_calls: Ids of the tool calls of the last unit not answered yet.
+        in_block: Inside the tool results of an AI message with tool calls.
+        started: A non-system message has been seen (a system message is then misplaced).
     """
-    open_calls: set[str] = set()
-    in_block = started = False
+
+    open_calls: frozenset[str] = frozenset()
+    in_block: bool = False
+    started: bool = False
+
+
+def resume_scan(scan: CleanScan, messages: Sequence[BaseMessage]) -> CleanScan | None:
+    """The state after `messages`, scanned on from `scan`; None at the first problem.
+
+    The rules of `find_message_problems` (pending tool calls aside: the caller reads
+    `open_calls` at the end). Every request the middleware sends is checked, so this is
+    one loop with no method calls.
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+        from langchain_contextkit.messages import CleanScan, resume_scan
+
+        call = {"name": "search", "args": {}, "id": "c1"}
+        scan = resume_scan(CleanScan(), [HumanMessage("hi"), AIMessage("", tool_calls=[call])])
+        assert scan is not None and scan.open_calls == {"c1"}
+        scan = resume_scan(scan, [ToolMessage("r", tool_call_id="c1")])
+        assert scan is not None and not scan.open_calls
+        assert resume_scan(scan, [ToolMessage("again", tool_call_id="c1")]) is None
+        ```
+    """
+    open_calls = set(scan.open_calls)
+    in_block, started = scan.in_block, scan.started
     for message in messages:
         if isinstance(message, ToolMessage):
             call_id = message.tool_call_id
             if not in_block or call_id not in open_calls:
-                return False  # an orphan, or a second answer to one call
+                return None  # an orphan, or a second answer to one call
             open_calls.discard(call_id)
         else:
             if open_calls:
-                return False  # a call left unanswered before the next message
+                return None  # a call left unanswered before the next message
             in_block = False
             if isinstance(message, SystemMessage):
                 if started:
-                    return False  # a system message after the conversation began
+                    return None  # a system message after the conversation began
                 continue
             if isinstance(message, AIMessage) and message.tool_calls:
                 in_block = True
                 open_calls.update(call.get("id") or "" for call in message.tool_calls)
         started = True
-    return allow_pending or not open_calls
+    return CleanScan(frozenset(open_calls), in_block, started)
 
 
 def _first_not_human(messages: Sequence[BaseMessage]) -> bool:

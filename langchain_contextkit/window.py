@@ -25,6 +25,7 @@ the request never exceeds the window minus the output reserve, or
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,12 @@ from langchain_contextkit.compaction import (
     ViewSummarize,
 )
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
-from langchain_contextkit.messages import find_message_problems, split_system
+from langchain_contextkit.messages import (
+    CleanScan,
+    find_message_problems,
+    resume_scan,
+    split_system,
+)
 from langchain_contextkit.reducers import reduce_agent
 from langchain_contextkit.tokens import (
     TokenCounter,
@@ -76,6 +82,7 @@ __all__ = [
 
 RETRIEVAL_ID = "contextkit-retrieval"
 """Id of the retrieval-block message, so it is recognised (and never stored as history)."""
+_ID = operator.attrgetter("id")
 
 _REPLY_PRIMING = 3
 _BAR_PARTS = (  # in the request's own order: the cache-first layout
@@ -577,7 +584,9 @@ class WindowAssembler:
         summary_tokens = _message_tokens(recap, counter)
         rest = [*stable, *rest]  # a system prompt kept in the messages counts as history
         block_tokens = _message_tokens([block], counter)
-        history_tokens = self._history_tokens(stable, rest[len(stable) :])
+        kept = rest[len(stable) :]
+        indexed = self.compactor.known_history(kept)
+        history_tokens = self._history_tokens(stable, kept, indexed)
         turn_tokens = _message_tokens(turn, counter) + (_REPLY_PRIMING if messages else 0)
         ceiling = budget.window - budget.output_reserve
         prompt = budget.fixed + summary_tokens + block_tokens + history_tokens + turn_tokens
@@ -587,10 +596,12 @@ class WindowAssembler:
                 f"reserve ({ceiling})"
             )
             raise ContextWindowExceeded(msg, required=prompt, budget=ceiling)
-        problems = find_message_problems(messages)
-        if problems:  # pragma: no cover - a bug in the layout, not a user error
-            msg = f"assembled an invalid request: {problems}"
-            raise AssertionError(msg)
+        head, tail = [*stable, *recap], [*([block] if block else []), *turn]
+        if not _valid_request(head, kept, indexed, tail):
+            problems = find_message_problems(messages)
+            if problems:  # pragma: no cover - a bug in the layout, not a user error
+                msg = f"assembled an invalid request: {problems}"
+                raise AssertionError(msg)
         # The ledger speaks the provider's tokens: each part scaled by the calibration.
         factor = 1.0 if calibration is None else calibration.factor
         scale = factor
@@ -627,17 +638,41 @@ class WindowAssembler:
         )
         return WindowAssembly(messages, compaction.summary, ledger, compaction)
 
-    def _history_tokens(self, stable: list[BaseMessage], kept: list[BaseMessage]) -> int:
+    def _history_tokens(
+        self,
+        stable: list[BaseMessage],
+        kept: list[BaseMessage],
+        known: tuple[int, CleanScan | None] | None,
+    ) -> int:
         """Tokens of the stable system messages and the kept history.
 
-        The kept history ends the history the compactor just indexed, so its cost is a
-        difference of running totals there; counted message by message otherwise.
+        The kept history ends the history the compactor just indexed, so its cost is
+        `known` (a difference of running totals there); counted message by message when
+        it is not, or when the compactor counts with another counter.
         """
-        same_counter = self.compactor.token_counter is self.counter
-        known = self.compactor.history_cost(kept) if same_counter else None
-        if known is None:
+        if known is None or self.compactor.token_counter is not self.counter:
             return _message_tokens([*stable, *kept], self.counter)
-        return _message_tokens(stable, self.counter) + known
+        return _message_tokens(stable, self.counter) + known[0]
+
+
+def _valid_request(
+    head: list[BaseMessage],
+    kept: list[BaseMessage],
+    known: tuple[int, CleanScan | None] | None,
+    tail: list[BaseMessage],
+) -> bool:
+    """Whether `[*head, *kept, *tail]` keeps every message rule, checking what is new.
+
+    The kept history was checked when it was indexed: when it was clean from a unit
+    start, the check resumes at its end and reads only the block and the current turn.
+    False means "not shown here", and the caller runs the full check.
+    """
+    scan = resume_scan(CleanScan(), head)
+    if kept:
+        scan = None if scan is None or known is None else known[1]
+    if scan is not None:
+        scan = resume_scan(scan, tail)
+    return scan is not None and not scan.open_calls
 
 
 def _config_for(sources: Sequence[ContextSource]) -> ContextConfig:
@@ -662,6 +697,10 @@ def _split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], lis
 
 def _without_blocks(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Drop retrieval blocks a previous layout left in (they are rebuilt every call)."""
+    # Stored histories hold none (the request is a view): a C-level search says so
+    # without a Python loop over the window on every call.
+    if RETRIEVAL_ID not in map(_ID, messages):
+        return list(messages)
     return [m for m in messages if m.id != RETRIEVAL_ID]
 
 
