@@ -44,10 +44,10 @@ with tempfile.TemporaryDirectory() as root:
     print(outcome.count, len(shown) < len(big), messages[-1].text == big)
     pointer = next(line for line in shown.splitlines() if line.startswith("[offloaded"))
     print(pointer[:57])
-    print(pointer[pointer.index("{"):].split("}")[0] + "}")
+    print(pointer[pointer.index("{") :].split(" |")[0])
 # 1 True True
 # [offloaded: 21922 of 23491 characters not shown (lines 15
-# {"command": "tail -n +15 .contextkit/tool_results/terminal-call_1-a8da9e908dfc298a.txt | head -n 137"}
+# {"command": "tail -n +15 .contextkit/tool_results/terminal-call_1-a8da9e908dfc298a.txt
 ```
 """
 
@@ -342,13 +342,14 @@ class WorkspaceOffloadStore:
     Example:
         ```python
         import tempfile
+        from pathlib import Path
 
         from langchain_contextkit.offload import WorkspaceOffloadStore
 
         with tempfile.TemporaryDirectory() as root:
             store = WorkspaceOffloadStore(root)
             store.save("terminal-call_1-0123456789abcdef", "whole text")
-            print(open(store.path("terminal-call_1-0123456789abcdef")).read())
+            print(Path(store.path("terminal-call_1-0123456789abcdef")).read_text())
         # whole text
         ```
     """
