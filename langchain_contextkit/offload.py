@@ -125,6 +125,7 @@ _MEMO_SIZE = 1_024
 _SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,90}")
 _NOTE_PREFIX = "note_offload_"
+_LINES = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
 
 # -- keys and spans ----------------------------------------------------------------------
@@ -215,10 +216,11 @@ class NoteOffloadStore:
 
     Each result is a `reference` note tagged ``offload`` whose id comes from the result's
     key, so every process sharing the store (a `StoreNoteStore` over one Postgres
-    `BaseStore`) finds it under the same id. A result longer than the store's
-    `max_content_chars` is split at line ends into numbered parts (``_p1``, ``_p2``, ...)
-    that hold it whole, in order. Give it its own namespace or folder when a
-    `NoteSource` feeds the same store into the retrieval block.
+    `BaseStore`) finds it under the same id. A result longer than `page_chars` (or the
+    store's `max_content_chars`) is split at line ends into numbered parts (``..._p1``,
+    ``..._p2``, ...) that hold it whole, in order, so one read returns a page the window
+    can take. Give it its own namespace or folder when a `NoteSource` feeds the same store
+    into the retrieval block.
 
     Example:
         ```python
@@ -235,14 +237,20 @@ class NoteOffloadStore:
         ```
     """
 
-    def __init__(self, store: NoteStore, *, reader: str = "note") -> None:
+    def __init__(self, store: NoteStore, *, reader: str = "note", page_chars: int = 8_000) -> None:
         """Wrap a note store.
 
         Args:
             store: Where the notes go.
             reader: The name of the `NoteTool` over `store` bound to the model.
+            page_chars: Characters one note holds at most (a read returns one page).
+
+        Raises:
+            ConfigError: When `page_chars` is below 100.
         """
+        check_count("page_chars", page_chars, minimum=100)
         self.store = store
+        self.page_chars = page_chars
         self._reader = reader
 
     @property
@@ -253,10 +261,12 @@ class NoteOffloadStore:
     def note_ids(self, key: str, text: str) -> list[tuple[str, str]]:
         """The notes a result is stored as: (id, content) in order."""
         base = _NOTE_PREFIX + _check_key(key)
-        parts = _split(text, self.store.max_content_chars)
+        size = min(self.page_chars, self.store.max_content_chars)
+        parts = _split(text, size)
         if len(parts) == 1:
             return [(base, text)]
-        return [(f"{base}_p{number}", part) for number, part in enumerate(parts, 1)]
+        # The part size is in the id: stores configured apart never clash over a part.
+        return [(f"{base}_{size}c_p{number}", part) for number, part in enumerate(parts, 1)]
 
     def save(self, key: str, text: str) -> None:
         """Write the result's notes that are missing or differ (see the class)."""
@@ -458,7 +468,7 @@ class WorkspaceOffloadStore:
     def pointer(self, key: str, text: str, hidden: HiddenSpan) -> str:
         """The terminal command reading the page that starts at the first hidden line."""
         first = hidden.first_line
-        lines = text.splitlines(keepends=True)[first - 1 : hidden.last_line]
+        lines = _LINES.findall(text)[first - 1 : hidden.last_line]  # as tail and head count
         count, size = 0, 0
         for line in lines:
             if count and size + len(line) > self.page_chars:
@@ -576,7 +586,7 @@ class ToolResultOffloader:
         self.counter = token_counter
         self._lock = threading.Lock()
         self._tokens: OrderedDict[str, int] = OrderedDict()
-        self._views: OrderedDict[tuple[str, int], tuple[str, int]] = OrderedDict()
+        self._views: OrderedDict[tuple[object, ...], tuple[BaseMessage, int]] = OrderedDict()
         self._stored: OrderedDict[str, None] = OrderedDict()
 
     # -- planning (pure) -------------------------------------------------------------------
@@ -615,12 +625,14 @@ class ToolResultOffloader:
                 _remember(self._tokens, text, known)
         return known
 
-    def _preview(self, job: _Job, room: int) -> tuple[str, int]:
+    def _preview(self, job: _Job, message: BaseMessage, room: int) -> tuple[BaseMessage, int]:
+        """The view of `message` and its tokens; the same object for the same message."""
         budget = min(self.config.preview_tokens, self.config.threshold(room) // 4)
-        memo = (job.key, budget)
+        memo = (job.key, budget, message.id, getattr(message, "status", None))
         known = self._views.get(memo)
         if known is None:
-            known = self._render(job, budget)
+            shown, tokens = self._render(job, budget)
+            known = (message.model_copy(update={"content": shown}), tokens)
             with self._lock:
                 _remember(self._views, memo, known)
         return known
@@ -649,9 +661,7 @@ class ToolResultOffloader:
         for job in jobs:
             if job.key not in done:
                 continue
-            shown, tokens = self._preview(job, room)
-            message = messages[job.index]
-            view[job.index] = _replaced(message, shown)
+            view[job.index], tokens = self._preview(job, messages[job.index], room)
             count += 1
             saved += max(0, job.tokens - tokens)
         failed = len(jobs) - count
@@ -730,10 +740,6 @@ def _remember(memo: OrderedDict[Any, Any], key: object, value: object) -> None:
     memo.move_to_end(key)
     while len(memo) > _MEMO_SIZE:
         memo.popitem(last=False)
-
-
-def _replaced(message: BaseMessage, content: str) -> BaseMessage:
-    return message.model_copy(update={"content": content})
 
 
 def _tool_names(tools: Sequence[Any]) -> set[str]:
