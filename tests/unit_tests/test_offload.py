@@ -7,6 +7,7 @@ standard-library module), never copied into the repository.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import typing
@@ -519,3 +520,69 @@ def test_assembler_counts_the_preview_in_the_ledger(tmp_path: Path) -> None:
     assert ledger.prompt <= WINDOW - ledger.output_reserve
     assert messages[-1].content == BIG  # the input list is never changed
     assert POINTER in assembly.messages[-1].text
+
+
+# -- end to end: ChatOpenAI over local HTTP, a small window ---------------------------------
+
+STUB_WINDOW = 4_000
+STUB_OUTPUT = 300
+TURNS = 6
+
+
+def _stub_script() -> Callable[[str, list[dict[str, Any]]], Any]:
+    from langchain_contextkit.testing_openai import Reply, ToolCall, content_text
+
+    ids = itertools.count(1)  # unique call ids, whatever compaction leaves in the request
+
+    def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
+        if kind != "agent":
+            return Reply(text="- (recap)")
+        last = messages[-1]
+        if last.get("role") == "user":
+            return Reply(tool_calls=(ToolCall("fetch", {"page": "big"}, f"fetch-{next(ids)}"),))
+        text = content_text(last.get("content"))
+        if last.get("role") == "tool" and POINTER in text:
+            name, args = _pointer(text)
+            return Reply(tool_calls=(ToolCall(name, args, f"read-{next(ids)}"),))
+        return Reply(text="Done.")
+
+    return respond
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_openai_stub_small_window_no_400_and_fits(tmp_path: Path) -> None:
+    pytest.importorskip("langchain_openai")
+    from langchain_contextkit import tiktoken_counter
+    from langchain_contextkit.testing_openai import OpenAIStub
+
+    terminal = TerminalTool(tmp_path, sandbox="none", max_output_chars=2_000)
+    with OpenAIStub(_stub_script(), window=STUB_WINDOW) as stub:
+        llm = stub.chat_model(max_tokens=STUB_OUTPUT)
+        middleware = ContextKitMiddleware.for_model(
+            llm,
+            summaries="extractive",
+            token_counter=tiktoken_counter("cl100k_base"),  # the stub's own tokenizer
+            offload=WorkspaceOffloadStore.for_terminal(terminal),
+        )
+        agent = create_agent(
+            llm, [fetch, terminal], middleware=[middleware], checkpointer=InMemorySaver()
+        )
+        config: Any = {"configurable": {"thread_id": "stub"}}
+        for turn in range(TURNS):
+            state = agent.invoke(
+                {"messages": [HumanMessage(f"Turn {turn}: fetch, read on.")]}, config
+            )
+        records = list(stub.records)
+    assert [(r.status, r.error) for r in records if r.status != 200] == []
+    assert max(r.prompt_tokens for r in records) <= STUB_WINDOW - STUB_OUTPUT
+    ledgers = state[LEDGER_KEY]
+    assert sum(entry["offloaded"] > 0 for entry in ledgers) >= 2 * TURNS
+    assert any(entry["compacted"] for entry in ledgers)  # previews compact like any turn
+    # Every fetched result is whole in state; each turn's read got its page back.
+    fetched = [m for m in state["messages"] if isinstance(m, ToolMessage) and m.name == "fetch"]
+    assert len(fetched) == TURNS
+    assert all(m.content == BIG for m in fetched)
+    reads = [m for m in state["messages"] if isinstance(m, ToolMessage) and m.name == "terminal"]
+    assert len(reads) == TURNS
+    assert all(m.text and m.text in BIG for m in reads)
+    assert len(list((tmp_path / ".contextkit" / "tool_results").iterdir())) == TURNS
