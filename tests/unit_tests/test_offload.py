@@ -32,6 +32,7 @@ from langchain_contextkit import (
     ToolResultOffloader,
     WindowAssembler,
     WorkspaceOffloadStore,
+    context_node,
     find_message_problems,
 )
 from langchain_contextkit.middleware import LEDGER_KEY
@@ -586,3 +587,14 @@ def test_openai_stub_small_window_no_400_and_fits(tmp_path: Path) -> None:
     assert len(reads) == TURNS
     assert all(m.text and m.text in BIG for m in reads)
     assert len(list((tmp_path / ".contextkit" / "tool_results").iterdir())) == TURNS
+
+
+def test_context_node_offloads_too(tmp_path: Path) -> None:
+    terminal = _terminal(tmp_path)
+    model = _model(_script())
+    node = context_node(
+        model=model, tools=[fetch, terminal], offload=WorkspaceOffloadStore.for_terminal(terminal)
+    )
+    out = node.invoke({"messages": _conversation("fetch", "c1")})
+    assert POINTER in out["llm_input_messages"][-1].text
+    assert out["context_ledger"][-1]["offloaded"] == 1
