@@ -347,7 +347,8 @@ class WorkspaceOffloadStore:
     pointer is ``tail -n +A <file> | head -n K``: the page of at most `page_chars`
     characters that starts at the first hidden line, with a path relative to the root
     (`head` and `tail` are in `TerminalTool`'s default whitelist; plain ``cd`` goes back
-    to the root).
+    to the root). A page is at least one line: a result of very long lines is read a line
+    at a time, cut by the terminal's output cap, and `grep -n` finds the rest.
 
     Example:
         ```python
@@ -504,6 +505,20 @@ class OffloadConfig:
 
     The threshold is ``max(min_tokens, share * trajectory budget)``: a share, so it
     scales with the window, and a floor, so a small window does not offload every result.
+    The trajectory budget is the uncalibrated one, so a threshold (and every pointer)
+    stays put while the calibration learns.
+
+    Example:
+        ```python
+        import tempfile
+
+        from langchain_contextkit.offload import OffloadConfig, WorkspaceOffloadStore
+
+        with tempfile.TemporaryDirectory() as root:
+            config = OffloadConfig(store=WorkspaceOffloadStore(root))
+            print(config.threshold(3_000), config.threshold(120_000))
+        # 1000 12000
+        ```
     """
 
     store: OffloadStore
@@ -603,7 +618,10 @@ class ToolResultOffloader:
                 continue
             text = message.content
             if not isinstance(text, str):
-                continue  # list content (images, files): not offloaded, shown as it is
+                # Blocks (images, files, text parts): their order and kinds are the
+                # provider's format; rewriting some of them is not worth the risk.
+                logger.debug("tool result %s has list content: not offloaded", index)
+                continue
             if len(text) <= threshold // 8:  # no counter gives 8+ tokens a character
                 continue
             tokens = self._count(text)
