@@ -121,7 +121,7 @@ DEFAULT_PREVIEW_TOKENS = 400
 DEFAULT_OFFLOAD_FOLDER = ".contextkit/tool_results"
 """Where `WorkspaceOffloadStore` writes, relative to its root (hidden from `ls`)."""
 
-_MEMO_SIZE = 1_024
+_MEMO_SIZE = 256  # entries per memo; each may hold a large result alive
 _SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,90}")
 _NOTE_PREFIX = "note_offload_"
