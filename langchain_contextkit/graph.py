@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from langchain_contextkit.notes import NoteStore
+    from langchain_contextkit.offload import OffloadConfig, OffloadStore
     from langchain_contextkit.sources import ContextSource
 
 __all__ = [
@@ -430,6 +431,7 @@ def context_node(
     ledger_key: str = "context_ledger",
     calibration_key: str = CALIBRATION_KEY,
     token_counter: TokenCounter | None = None,
+    offload: OffloadConfig | OffloadStore | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """`ContextKitMiddleware`'s behaviour as a node for your own `StateGraph`.
 
@@ -458,6 +460,8 @@ def context_node(
             (on the AI message it returns) corrects the next call's ledger.
         token_counter: The one counter of every part of the ledger (default the
             compactor's, else `count_tokens`).
+        offload: Large tool results shown as head + tail + a pointer (see
+            `ContextKitMiddleware`); the reader tool must be among `tools`. Default off.
 
     Returns:
         A runnable node (sync and async).
@@ -498,6 +502,7 @@ def context_node(
         reduce_trajectory=reduce_trajectory,
         keep_recent_steps=keep_recent_steps,
         token_counter=token_counter,
+        offload=offload,
     )
     system = SystemMessage(system_prompt) if system_prompt else None
 

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
     from langchain_contextkit.notes import NoteStore
+    from langchain_contextkit.offload import OffloadConfig, OffloadStore
     from langchain_contextkit.sources import ContextSource
 
 __all__ = [
@@ -453,6 +454,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         ledger_size: int = 50,
         summarize_in_place: bool = True,
         token_counter: TokenCounter | None = None,
+        offload: OffloadConfig | OffloadStore | None = None,
     ) -> None:
         """Configure the middleware.
 
@@ -474,10 +476,18 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             token_counter: The one counter of every part of the ledger (for example
                 `tiktoken_counter("o200k_base")`); default the compactor's, else
                 `count_tokens`. Reported usage calibrates it either way.
+            offload: Large tool results shown as head + tail + a pointer, stored whole
+                where the agent's own tool reads them back: for example
+                ``WorkspaceOffloadStore.for_terminal(terminal)`` or
+                ``NoteOffloadStore(note_tool.store)``, or an `OffloadConfig` to set the
+                threshold. Off by default: the middleware writes nothing outside the
+                agent's state unless told where, and only offloads while the reading
+                tool is bound to the model.
 
         Raises:
             ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
-                or it counts with another counter than `token_counter`.
+                it counts with another counter than `token_counter`, or `offload` is
+                neither an `OffloadConfig` nor an `OffloadStore`.
         """
         super().__init__()
         check_count("ledger_size", ledger_size, minimum=1)
@@ -491,6 +501,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             reduce_trajectory=reduce_trajectory,
             keep_recent_steps=keep_recent_steps,
             token_counter=token_counter,
+            offload=offload,
         )
         self.ledger_size = ledger_size
         self.summarize_in_place = summarize_in_place
@@ -530,7 +541,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             fallback_window: The window to use when the profile does not say.
             summaries: ``"model"`` (default) writes recaps with `model`; ``"extractive"``
                 makes no LLM calls of its own. Ignored when `compactor=` is given.
-            **kwargs: Any other constructor argument (`token_counter=` included).
+            **kwargs: Any other constructor argument (`token_counter=` and `offload=`
+                included; offloading stays off unless `offload=` is given).
 
         Raises:
             ConfigError: When the window is unknown and no `fallback_window` is given, or

@@ -54,6 +54,13 @@ from langchain_contextkit.messages import (
     resume_scan,
     split_system,
 )
+from langchain_contextkit.offload import (
+    OffloadConfig,
+    OffloadOutcome,
+    OffloadStore,
+    ToolResultOffloader,
+    with_offload_tally,
+)
 from langchain_contextkit.reducers import reduce_agent
 from langchain_contextkit.tokens import (
     TokenCounter,
@@ -142,6 +149,13 @@ class CallLedger:
     """Of `reported`, the tokens served from the provider's prompt cache."""
     retried: bool = False
     """The provider refused the first request as too long; this is the retry's ledger."""
+    offloaded: int = 0
+    """Tool results shown as head + tail + pointer (stored whole; their previews are
+    counted in `history` / `turn`)."""
+    offloaded_tokens: int = 0
+    """Tokens the offloaded results' previews saved (estimated, before calibration)."""
+    offload_failed: int = 0
+    """Results kept whole because the offload store refused them."""
 
     @property
     def prompt(self) -> int:
@@ -276,6 +290,7 @@ class WindowAssembler:
         reduce_trajectory: bool = True,
         keep_recent_steps: int = 3,
         token_counter: TokenCounter | None = None,
+        offload: OffloadConfig | OffloadStore | None = None,
     ) -> None:
         """Configure the assembler.
 
@@ -293,10 +308,14 @@ class WindowAssembler:
             keep_recent_steps: Tool steps of the current turn kept verbatim.
             token_counter: The one counter of every part of the ledger (default the
                 compactor's, else `count_tokens`).
+            offload: Show tool results over a share of the trajectory budget as head +
+                tail + a pointer to the whole, stored there (`OffloadConfig`, or an
+                `OffloadStore` with its defaults; see `langchain_contextkit.offload`).
+                Default: off.
 
         Raises:
             ConfigError: When `compactor` counts with another counter than
-                `token_counter`.
+                `token_counter`, or `offload` is neither a config nor a store.
         """
         self.window = window
         if compactor is None:
@@ -315,6 +334,7 @@ class WindowAssembler:
         self.reduce_trajectory = reduce_trajectory
         self.keep_recent_steps = keep_recent_steps
         self.counter = self.compactor.token_counter
+        self.offloader = _offloader_for(offload, self.counter)
         self.builder = (
             ContextBuilder(
                 context_config or _config_for(self.sources),
@@ -378,7 +398,12 @@ class WindowAssembler:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         real = budget
         budget = self.estimator_budget(real, calibration, shrink)
-        history, turn = _split_turn(_without_blocks(messages))
+        view = _without_blocks(messages)
+        offload = None
+        if self.offloader is not None:
+            offload = self.offloader.offload(view, room=self.history_room(real), tools=tools)
+            view = offload.messages
+        history, turn = _split_turn(view)
         block = self._block(turn, budget)
         turn_view, reduced = self._fit_turn(turn, budget, block)
         compaction = self.compactor.compact_view(
@@ -390,7 +415,7 @@ class WindowAssembler:
             room_tokens=self.history_room(budget),
             summarizer_window=budget.window,
         )
-        return self._finish(
+        assembly = self._finish(
             budget,
             compaction,
             block,
@@ -401,6 +426,7 @@ class WindowAssembler:
             calibration=calibration,
             anchor=anchor,
         )
+        return _tallied(assembly, offload)
 
     async def aassemble(
         self,
@@ -446,7 +472,13 @@ class WindowAssembler:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         real = budget
         budget = self.estimator_budget(real, calibration, shrink)
-        history, turn = _split_turn(_without_blocks(messages))
+        view = _without_blocks(messages)
+        offload = None
+        if self.offloader is not None:
+            room = self.history_room(real)
+            offload = await self.offloader.aoffload(view, room=room, tools=tools)
+            view = offload.messages
+        history, turn = _split_turn(view)
         block = await self._ablock(turn, budget)
         turn_view, reduced = await self._afit_turn(turn, budget, block)
         compaction = await self.compactor.acompact_view(
@@ -458,7 +490,7 @@ class WindowAssembler:
             room_tokens=self.history_room(budget),
             summarizer_window=budget.window,
         )
-        return self._finish(
+        assembly = self._finish(
             budget,
             compaction,
             block,
@@ -469,6 +501,7 @@ class WindowAssembler:
             calibration=calibration,
             anchor=anchor,
         )
+        return _tallied(assembly, offload)
 
     @staticmethod
     def estimator_budget(
@@ -673,6 +706,30 @@ def _valid_request(
     if scan is not None:
         scan = resume_scan(scan, tail)
     return scan is not None and not scan.open_calls
+
+
+def _offloader_for(
+    offload: OffloadConfig | OffloadStore | None, counter: TokenCounter
+) -> ToolResultOffloader | None:
+    """The offloader of the `offload=` argument (None when off)."""
+    given: object = offload  # checked at run time: callers are not always typed
+    if given is None:
+        return None
+    if isinstance(given, OffloadStore):
+        given = OffloadConfig(store=given)
+    if not isinstance(given, OffloadConfig):
+        msg = (
+            f"offload takes an OffloadConfig or an OffloadStore, got {type(given).__name__}: "
+            "for example offload=WorkspaceOffloadStore.for_terminal(terminal_tool)"
+        )
+        raise ConfigError(msg)
+    return ToolResultOffloader(given, token_counter=counter)
+
+
+def _tallied(assembly: WindowAssembly, offload: OffloadOutcome | None) -> WindowAssembly:
+    """The assembly with the offloads recorded in its ledger."""
+    ledger = with_offload_tally(assembly.ledger, offload)
+    return assembly if ledger is assembly.ledger else replace(assembly, ledger=ledger)
 
 
 def _config_for(sources: Sequence[ContextSource]) -> ContextConfig:

@@ -24,6 +24,7 @@ from langchain_contextkit.notes.model import (
     NoteSummary,
     NoteType,
     check_content,
+    check_note_id,
     check_note_type,
     check_tags,
     check_title,
@@ -126,6 +127,7 @@ class NoteStore(ABC):
         content: str,
         note_type: NoteType = "general",
         tags: Sequence[str] = (),
+        note_id: str | None = None,
     ) -> Note:
         """Create a note and return it, with its new id.
 
@@ -134,9 +136,11 @@ class NoteStore(ABC):
             content: The body, markdown.
             note_type: What the note records.
             tags: Labels to filter by later.
+            note_id: The id to create it under (a caller that derives ids from what it
+                stores, so every process names a note alike); default a fresh one.
 
         Raises:
-            InvalidNoteError: If an argument is malformed.
+            InvalidNoteError: If an argument is malformed, or a note `note_id` exists.
             NoteLimitError: If the store holds `max_notes` notes or the content is over
                 `max_content_chars`.
         """
@@ -228,11 +232,16 @@ class NoteStore(ABC):
         content: str,
         note_type: NoteType = "general",
         tags: Sequence[str] = (),
+        note_id: str | None = None,
     ) -> Note:
         """Async twin of `create`."""
+        # `note_id` only when given: a store written before it existed still works.
+        named = {} if note_id is None else {"note_id": note_id}
         return await run_in_executor(
             None,
-            lambda: self.create(title=title, content=content, note_type=note_type, tags=tags),
+            lambda: self.create(
+                title=title, content=content, note_type=note_type, tags=tags, **named
+            ),
         )
 
     async def aget(self, note_id: str) -> Note:
@@ -291,11 +300,19 @@ class NoteStore(ABC):
 
     # -- helpers for implementations ---------------------------------------------------
 
-    def _draft(self, *, title: object, content: object, note_type: object, tags: object) -> Note:
-        """Validate a create call's arguments into a note with a fresh id and times."""
+    def _draft(
+        self,
+        *,
+        title: object,
+        content: object,
+        note_type: object,
+        tags: object,
+        note_id: object = None,
+    ) -> Note:
+        """Validate a create call's arguments into a note with its id (fresh by default)."""
         now = utc_now()
         return Note(
-            id=new_note_id(now),
+            id=new_note_id(now) if note_id is None else check_note_id(note_id),
             title=check_title(title),
             type=check_note_type(note_type),
             tags=check_tags(tags),
@@ -329,6 +346,12 @@ class NoteStore(ABC):
                 note.content if content is None else check_content(content, self.max_content_chars)
             ),
         )
+
+    @staticmethod
+    def _taken(note_id: str) -> InvalidNoteError:
+        """The error of a create under a given id that a note already has."""
+        msg = f"a note with id {note_id!r} exists: read or update it instead"
+        return InvalidNoteError(msg)
 
     def _check_room(self, count: int) -> None:
         """Refuse a create when the store already holds `max_notes` notes."""

@@ -226,14 +226,19 @@ class FileNoteStore(NoteStore):
         content: str,
         note_type: NoteType = "general",
         tags: Sequence[str] = (),
+        note_id: str | None = None,
     ) -> Note:
         """Create a note and return it, with its new id (see `NoteStore.create`)."""
-        draft = self._draft(title=title, content=content, note_type=note_type, tags=tags)
+        draft = self._draft(
+            title=title, content=content, note_type=note_type, tags=tags, note_id=note_id
+        )
 
         def create() -> Note:
             self._check_room(len(self._entries))
             note = draft
             while note.id in self._entries or os.path.lexists(self._path(note.id)):
+                if note_id is not None:
+                    raise self._taken(note_id)
                 note = dataclasses.replace(note, id=new_note_id(note.created_at))
             self._save(note)
             return note

@@ -148,10 +148,13 @@ class StoreNoteStore(NoteStore):
         content: str,
         note_type: NoteType = "general",
         tags: Sequence[str] = (),
+        note_id: str | None = None,
     ) -> Note:
         """Create a note and return it, with its new id (see `NoteStore.create`)."""
-        draft = self._draft(title=title, content=content, note_type=note_type, tags=tags)
-        return self._run(self._create(draft))
+        draft = self._draft(
+            title=title, content=content, note_type=note_type, tags=tags, note_id=note_id
+        )
+        return self._run(self._create(draft, named=note_id is not None))
 
     def get(self, note_id: str) -> Note:
         """Return the note `note_id` (see `NoteStore.get`)."""
@@ -208,10 +211,13 @@ class StoreNoteStore(NoteStore):
         content: str,
         note_type: NoteType = "general",
         tags: Sequence[str] = (),
+        note_id: str | None = None,
     ) -> Note:
         """Async twin of `create`."""
-        draft = self._draft(title=title, content=content, note_type=note_type, tags=tags)
-        return await self._arun(self._create(draft))
+        draft = self._draft(
+            title=title, content=content, note_type=note_type, tags=tags, note_id=note_id
+        )
+        return await self._arun(self._create(draft, named=note_id is not None))
 
     async def aget(self, note_id: str) -> Note:
         """Async twin of `get`."""
@@ -267,7 +273,7 @@ class StoreNoteStore(NoteStore):
 
     # -- operations, written once --------------------------------------------------------
 
-    def _create(self, draft: Note) -> _Flow[Note]:
+    def _create(self, draft: Note, *, named: bool = False) -> _Flow[Note]:
         yield from self._refresh()
         self._check_room(len(self._notes))
         note = draft
@@ -275,6 +281,8 @@ class StoreNoteStore(NoteStore):
             (existing,) = yield [GetOp(self.namespace, note.id)]
             if existing is None and note.id not in self._notes:
                 break
+            if named:
+                raise self._taken(note.id)
             note = dataclasses.replace(note, id=new_note_id(note.created_at))
         yield from self._commit(note.id, note)
         return note

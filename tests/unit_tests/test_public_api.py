@@ -4,6 +4,11 @@ import pkgutil
 import langchain_contextkit
 
 EXPECTED_ALL = {
+    "NoteOffloadStore",
+    "OffloadConfig",
+    "OffloadStore",
+    "ToolResultOffloader",
+    "WorkspaceOffloadStore",
     "DEFAULT_IMAGE_TOKENS",
     "DEFAULT_READ_ONLY",
     "BudgetedRetriever",
