@@ -17,7 +17,7 @@ import asyncio
 from typing import TYPE_CHECKING, cast
 
 from langchain_contextkit.summarizers import compose_extension
-from langchain_contextkit.tokens import truncate_to_tokens
+from langchain_contextkit.tokens import count_each, truncate_to_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Generator, Sequence
@@ -32,39 +32,52 @@ if TYPE_CHECKING:
 
 __all__ = ["fitted_requests", "pack_chunks", "run_async", "run_sync", "summary_requests"]
 
+_MAY_FIT = 1.25
+"""A text whose parts sum to more than this times the limit is not counted whole: the
+estimate of a joined text stays within a few percent of its parts' sum."""
+
 _MAX_CONCURRENCY = 4
 """Chunk summaries in flight at once (async): enough to overlap, few enough for rate limits."""
 
 
-def pack_chunks(blocks: Sequence[str], limit: int, counter: TokenCounter) -> list[str]:
+def pack_chunks(
+    blocks: Sequence[str],
+    limit: int,
+    counter: TokenCounter,
+    costs: Sequence[int] | None = None,
+) -> list[str]:
     """Join consecutive blocks into chunks of at most `limit` tokens each.
 
-    A block that is longer than `limit` on its own is cut into pieces that fit.
+    A block that is longer than `limit` on its own is cut into pieces that fit. `costs`
+    are the blocks' own tokens when the caller has them (each block is counted once).
     """
     if limit < 1:
         msg = f"the summariser's limit must be at least 1 token, got {limit}"
         raise ValueError(msg)
-    pieces: list[str] = []
-    for block in blocks:
-        rest = block
-        while counter(rest) > limit:
+    if costs is None:
+        costs = count_each(blocks, counter)
+    pieces: list[tuple[str, int]] = []
+    for block, block_cost in zip(blocks, costs, strict=True):
+        rest, cost = block, block_cost
+        while cost > limit:
             head = truncate_to_tokens(rest, limit, counter).removesuffix("…").rstrip()
             if not head or len(head) >= len(rest):
                 head = rest[: max(1, len(rest) // 2)]
-            pieces.append(head)
+            pieces.append((head, counter(head)))
             rest = rest[len(head) :].lstrip()
+            cost = counter(rest)
         if rest:
-            pieces.append(rest)
+            pieces.append((rest, cost))
     chunks: list[str] = []
     current: list[str] = []
     used = 0
-    for piece in pieces:
-        cost = counter(piece) + 1  # the line break that joins it
-        if current and used + cost > limit:
+    for piece, cost in pieces:
+        joined = cost + 1  # the line break that joins it
+        if current and used + joined > limit:
             chunks.append("\n".join(current))
             current, used = [], 0
         current.append(piece)
-        used += cost
+        used += joined
     if current:
         chunks.append("\n".join(current))
     return chunks
@@ -89,16 +102,20 @@ def summary_requests(
         prompts: The instructions.
         counter: Token counter.
     """
+    costs = count_each(blocks, counter)  # in one batch, and once: the chunks reuse them
     transcript = "\n".join(blocks)
     whole = transcript if previous is None else compose_extension(previous, transcript)
-    if counter(whole) <= limit:
+    # The joined text is counted only when its parts' sum says it may fit: a long history
+    # is far over the limit, and counting it whole would read it all once more.
+    near = sum(costs) + len(costs) + (counter(previous) if previous else 0)
+    if near <= limit * _MAY_FIT and counter(whole) <= limit:
         instruction = (
             prompts.summary_instruction(max_tokens=cap)
             if previous is None
             else prompts.extend_instruction(max_tokens=cap)
         )
         return (yield [(whole, instruction)])[0]
-    chunks = pack_chunks(blocks, limit, counter)
+    chunks = pack_chunks(blocks, limit, counter, costs)
     answers = yield [(chunk, prompts.summary_instruction(max_tokens=cap)) for chunk in chunks]
     items = [*([previous] if previous else []), *(_capped(a, cap, counter) for a in answers)]
     while len(items) > 1:

@@ -73,9 +73,10 @@ class HistoryArrays:
         if not new:
             return self
         offset = len(self.messages)
-        costs = message_token_costs(new, counter)
+        # The arrays keep what was derived: no entry per message in the object memo.
+        costs = message_token_costs(new, counter, by_object=False)
         state = self.state.copy()
-        digests = chain_digests(state, new)
+        digests = chain_digests(state, new, by_object=False)
         totals = (*self.totals, *islice(accumulate(costs, initial=self.totals[-1]), 1, None))
         # A tool message never starts a unit (`unit_starts`): a cut never orphans a result.
         starts = [

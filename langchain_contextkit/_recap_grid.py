@@ -187,14 +187,24 @@ def grid_cuts(
 
 def _fingerprint(message: BaseMessage) -> bytes:
     """What a provider is sent of a message, canonically; ids left out on purpose."""
-    calls = (
-        [[c["name"], c["args"], c.get("id")] for c in message.tool_calls]
-        if isinstance(message, AIMessage)
-        else []
-    )
+    content = message.content
+    calls = message.tool_calls if isinstance(message, AIMessage) else None
     call_id = message.tool_call_id if isinstance(message, ToolMessage) else None
-    data = [message.type, message.content, calls, call_id]
-    return json.dumps(data, sort_keys=True, default=str, ensure_ascii=False).encode()
+    # Each field length-prefixed, so no two messages share a fingerprint. Text content,
+    # the bulk of a history, is taken as it is: JSON-escaping it was most of the cost.
+    fields = (
+        message.type,
+        content if isinstance(content, str) else "",
+        "" if isinstance(content, str) else _canonical(content),
+        _canonical([[c["name"], c["args"], c.get("id")] for c in calls]) if calls else "",
+        call_id or "",
+    )
+    encoded = [field.encode("utf-8", "surrogatepass") for field in fields]
+    return b"".join(b"%d:%s" % (len(field), field) for field in encoded)
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 
 
 def prefix_digests(messages: Sequence[BaseMessage]) -> list[str]:
@@ -202,15 +212,18 @@ def prefix_digests(messages: Sequence[BaseMessage]) -> list[str]:
     return ["", *chain_digests(hashlib.blake2b(digest_size=16), messages)]
 
 
-def chain_digests(state: hashlib.blake2b, messages: Sequence[BaseMessage]) -> list[str]:
+def chain_digests(
+    state: hashlib.blake2b, messages: Sequence[BaseMessage], *, by_object: bool = True
+) -> list[str]:
     """The digests of the prefixes that end at each of `messages`, extending `state`.
 
     `state` holds everything before them (updated in place), so a history that grows
-    extends its digests instead of hashing itself again.
+    extends its digests instead of hashing itself again. `by_object=False` neither
+    reads nor fills the memo by message object (for a caller that keeps the digests).
     """
     digests = []
     for message in messages:
-        state.update(message_digest(message))
+        state.update(message_digest(message) if by_object else _digest(message))
         digests.append(state.copy().hexdigest())
     return digests
 
@@ -220,9 +233,13 @@ def message_digest(message: BaseMessage) -> bytes:
     # The same objects come back on every call: their digest is remembered, not redone.
     digest: bytes | None = SEEN_MESSAGES.get(message, _DIGEST)
     if digest is None:
-        digest = hashlib.blake2b(_fingerprint(message), digest_size=16).digest()
+        digest = _digest(message)
         SEEN_MESSAGES.put(message, _DIGEST, digest)
     return digest
+
+
+def _digest(message: BaseMessage) -> bytes:
+    return hashlib.blake2b(_fingerprint(message), digest_size=16).digest()
 
 
 _DIGEST = "prefix digest"

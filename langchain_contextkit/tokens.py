@@ -430,6 +430,8 @@ def message_token_costs(
     messages: Sequence[BaseMessage],
     counter: TokenCounter = count_tokens,
     image_tokens: int = DEFAULT_IMAGE_TOKENS,
+    *,
+    by_object: bool = True,
 ) -> list[int]:
     """Each message's tokens as `count_message_tokens` charges it, without reply priming.
 
@@ -437,14 +439,18 @@ def message_token_costs(
     field that is counted (never by id alone: a message that keeps its id and changes is
     counted afresh), so an agent's call counts only the messages it has not seen. What is
     not in the memo is counted in one batch (`count_each`). A counter that cannot be
-    hashed, so cannot key the memo, is simply called each time.
+    hashed, so cannot key the memo, is simply called each time. `by_object=False` skips
+    the memo by message object (a caller that keeps the costs itself, as the history
+    index does, need not pay for an entry per message).
     """
     try:
         hash(counter)
     except TypeError:
         return [_count_parts(*_message_parts(m, image_tokens), counter) for m in messages]
     scale = (counter, image_tokens)
-    costs: list[int | None] = [SEEN_MESSAGES.get(m, scale) for m in messages]
+    costs: list[int | None] = (
+        [SEEN_MESSAGES.get(m, scale) for m in messages] if by_object else [None] * len(messages)
+    )
     missing = [i for i, cost in enumerate(costs) if cost is None]
     if not missing:
         return costs  # type: ignore[return-value]  # none is None
@@ -461,8 +467,9 @@ def message_token_costs(
             cost = fixed + sum(next(counts) for _ in texts)
             _MEMO.put(keys[i], cost)
             costs[i] = cost
-    for i in missing:
-        SEEN_MESSAGES.put(messages[i], scale, costs[i])
+    if by_object:
+        for i in missing:
+            SEEN_MESSAGES.put(messages[i], scale, costs[i])
     return costs  # type: ignore[return-value]  # every None was filled above
 
 
