@@ -16,16 +16,31 @@ from typing import TYPE_CHECKING, Any
 from langchain_contextkit._version import __version__
 
 if TYPE_CHECKING:
+    from langchain_contextkit.agents.assembler import CallLedger, WindowAssembler
+    from langchain_contextkit.agents.middleware import CompactionMiddleware, ContextKitMiddleware
+    from langchain_contextkit.agents.nodes import (
+        CompactionGraphState,
+        compaction_node,
+        context_node,
+        reducer_node,
+    )
     from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
-    from langchain_contextkit.builder import BudgetedRetriever, ContextBuilder, ContextReport
-    from langchain_contextkit.compaction import (
+    from langchain_contextkit.builder.runnable import (
+        BudgetedRetriever,
+        ContextBuilder,
+        ContextReport,
+    )
+    from langchain_contextkit.compaction.compactor import (
         CompactionConfig,
         CompactionResult,
         HistoryCompactor,
         RunningSummary,
     )
+    from langchain_contextkit.compaction.summarizers import (
+        ExtractiveSummarizer,
+        summarizer_from_llm,
+    )
     from langchain_contextkit.config import ContextKitConfig
-    from langchain_contextkit.docs_source import DocsSource
     from langchain_contextkit.errors import (
         ConfigError,
         ContextKitError,
@@ -37,19 +52,12 @@ if TYPE_CHECKING:
         NoteNotFoundError,
         TokenizerUnavailableError,
     )
-    from langchain_contextkit.graph import (
-        CompactionGraphState,
-        compaction_node,
-        context_node,
-        reducer_node,
-    )
     from langchain_contextkit.messages import (
         MessageProblem,
         check_messages,
         find_message_problems,
         trim_to_budget,
     )
-    from langchain_contextkit.middleware import CompactionMiddleware, ContextKitMiddleware
     from langchain_contextkit.mmr import RetrievalResult, mmr_indices, mmr_select
     from langchain_contextkit.notes import (
         FileNoteStore,
@@ -62,7 +70,7 @@ if TYPE_CHECKING:
         StoreNoteStore,
     )
     from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
-    from langchain_contextkit.reducers import (
+    from langchain_contextkit.reducers.agent import (
         REDUCERS,
         ReducerConfig,
         reduce_agent,
@@ -73,8 +81,19 @@ if TYPE_CHECKING:
         reduce_reflection_sync,
         tokens_of,
     )
-    from langchain_contextkit.sources import CallableSource, ContextSource, RetrieverSource, Scope
-    from langchain_contextkit.summarizers import ExtractiveSummarizer, summarizer_from_llm
+    from langchain_contextkit.reducers.trajectories import (
+        PlanStep,
+        PlanTrajectory,
+        ReflectionRound,
+        ReflectionTrajectory,
+    )
+    from langchain_contextkit.sources.base import (
+        CallableSource,
+        ContextSource,
+        RetrieverSource,
+        Scope,
+    )
+    from langchain_contextkit.sources.docs import DocsSource
     from langchain_contextkit.tokens import (
         DEFAULT_IMAGE_TOKENS,
         TiktokenCounter,
@@ -87,38 +106,31 @@ if TYPE_CHECKING:
         truncate_to_tokens,
     )
     from langchain_contextkit.tools import DEFAULT_READ_ONLY, NoteSource, NoteTool, TerminalTool
-    from langchain_contextkit.trajectories import (
-        PlanStep,
-        PlanTrajectory,
-        ReflectionRound,
-        ReflectionTrajectory,
-    )
-    from langchain_contextkit.window import CallLedger, WindowAssembler
 
 _EXPORTS: dict[str, str] = {
-    "CallLedger": "langchain_contextkit.window",
-    "DocsSource": "langchain_contextkit.docs_source",
-    "WindowAssembler": "langchain_contextkit.window",
-    "BudgetedRetriever": "langchain_contextkit.builder",
-    "CallableSource": "langchain_contextkit.sources",
-    "CompactionConfig": "langchain_contextkit.compaction",
-    "CompactionGraphState": "langchain_contextkit.graph",
-    "CompactionMiddleware": "langchain_contextkit.middleware",
-    "CompactionResult": "langchain_contextkit.compaction",
+    "CallLedger": "langchain_contextkit.agents.assembler",
+    "DocsSource": "langchain_contextkit.sources.docs",
+    "WindowAssembler": "langchain_contextkit.agents.assembler",
+    "BudgetedRetriever": "langchain_contextkit.builder.runnable",
+    "CallableSource": "langchain_contextkit.sources.base",
+    "CompactionConfig": "langchain_contextkit.compaction.compactor",
+    "CompactionGraphState": "langchain_contextkit.agents.nodes",
+    "CompactionMiddleware": "langchain_contextkit.agents.middleware",
+    "CompactionResult": "langchain_contextkit.compaction.compactor",
     "ConfigError": "langchain_contextkit.errors",
-    "ContextBuilder": "langchain_contextkit.builder",
+    "ContextBuilder": "langchain_contextkit.builder.runnable",
     "ContextConfig": "langchain_contextkit.budget",
     "ContextKitConfig": "langchain_contextkit.config",
     "ContextKitError": "langchain_contextkit.errors",
-    "ContextKitMiddleware": "langchain_contextkit.middleware",
-    "ContextReport": "langchain_contextkit.builder",
-    "ContextSource": "langchain_contextkit.sources",
+    "ContextKitMiddleware": "langchain_contextkit.agents.middleware",
+    "ContextReport": "langchain_contextkit.builder.runnable",
+    "ContextSource": "langchain_contextkit.sources.base",
     "ContextWindowExceeded": "langchain_contextkit.errors",
     "DEFAULT_IMAGE_TOKENS": "langchain_contextkit.tokens",
     "DEFAULT_READ_ONLY": "langchain_contextkit.tools",
-    "ExtractiveSummarizer": "langchain_contextkit.summarizers",
+    "ExtractiveSummarizer": "langchain_contextkit.compaction.summarizers",
     "FileNoteStore": "langchain_contextkit.notes",
-    "HistoryCompactor": "langchain_contextkit.compaction",
+    "HistoryCompactor": "langchain_contextkit.compaction.compactor",
     "InvalidMessagesError": "langchain_contextkit.errors",
     "InvalidNoteError": "langchain_contextkit.errors",
     "MessageProblem": "langchain_contextkit.messages",
@@ -133,17 +145,17 @@ _EXPORTS: dict[str, str] = {
     "NoteSummary": "langchain_contextkit.notes",
     "NoteTool": "langchain_contextkit.tools",
     "NoteType": "langchain_contextkit.notes",
-    "PlanStep": "langchain_contextkit.trajectories",
-    "PlanTrajectory": "langchain_contextkit.trajectories",
+    "PlanStep": "langchain_contextkit.reducers.trajectories",
+    "PlanTrajectory": "langchain_contextkit.reducers.trajectories",
     "PromptRegistry": "langchain_contextkit.prompts",
-    "REDUCERS": "langchain_contextkit.reducers",
-    "ReducerConfig": "langchain_contextkit.reducers",
-    "ReflectionRound": "langchain_contextkit.trajectories",
-    "ReflectionTrajectory": "langchain_contextkit.trajectories",
+    "REDUCERS": "langchain_contextkit.reducers.agent",
+    "ReducerConfig": "langchain_contextkit.reducers.agent",
+    "ReflectionRound": "langchain_contextkit.reducers.trajectories",
+    "ReflectionTrajectory": "langchain_contextkit.reducers.trajectories",
     "RetrievalResult": "langchain_contextkit.mmr",
-    "RetrieverSource": "langchain_contextkit.sources",
-    "RunningSummary": "langchain_contextkit.compaction",
-    "Scope": "langchain_contextkit.sources",
+    "RetrieverSource": "langchain_contextkit.sources.base",
+    "RunningSummary": "langchain_contextkit.compaction.compactor",
+    "Scope": "langchain_contextkit.sources.base",
     "StoreNoteStore": "langchain_contextkit.notes",
     "TerminalTool": "langchain_contextkit.tools",
     "TiktokenCounter": "langchain_contextkit.tokens",
@@ -152,8 +164,8 @@ _EXPORTS: dict[str, str] = {
     "WindowBudget": "langchain_contextkit.budget",
     "WindowBudgetConfig": "langchain_contextkit.budget",
     "check_messages": "langchain_contextkit.messages",
-    "compaction_node": "langchain_contextkit.graph",
-    "context_node": "langchain_contextkit.graph",
+    "compaction_node": "langchain_contextkit.agents.nodes",
+    "context_node": "langchain_contextkit.agents.nodes",
     "count_each": "langchain_contextkit.tokens",
     "count_message_tokens": "langchain_contextkit.tokens",
     "count_tokens": "langchain_contextkit.tokens",
@@ -161,16 +173,16 @@ _EXPORTS: dict[str, str] = {
     "find_message_problems": "langchain_contextkit.messages",
     "mmr_indices": "langchain_contextkit.mmr",
     "mmr_select": "langchain_contextkit.mmr",
-    "reduce_agent": "langchain_contextkit.reducers",
-    "reduce_agent_sync": "langchain_contextkit.reducers",
-    "reduce_plan": "langchain_contextkit.reducers",
-    "reduce_plan_sync": "langchain_contextkit.reducers",
-    "reduce_reflection": "langchain_contextkit.reducers",
-    "reduce_reflection_sync": "langchain_contextkit.reducers",
-    "reducer_node": "langchain_contextkit.graph",
-    "summarizer_from_llm": "langchain_contextkit.summarizers",
+    "reduce_agent": "langchain_contextkit.reducers.agent",
+    "reduce_agent_sync": "langchain_contextkit.reducers.agent",
+    "reduce_plan": "langchain_contextkit.reducers.agent",
+    "reduce_plan_sync": "langchain_contextkit.reducers.agent",
+    "reduce_reflection": "langchain_contextkit.reducers.agent",
+    "reduce_reflection_sync": "langchain_contextkit.reducers.agent",
+    "reducer_node": "langchain_contextkit.agents.nodes",
+    "summarizer_from_llm": "langchain_contextkit.compaction.summarizers",
     "tiktoken_counter": "langchain_contextkit.tokens",
-    "tokens_of": "langchain_contextkit.reducers",
+    "tokens_of": "langchain_contextkit.reducers.agent",
     "trim_to_budget": "langchain_contextkit.messages",
     "truncate_to_tokens": "langchain_contextkit.tokens",
     "with_data_boundary": "langchain_contextkit.prompts",

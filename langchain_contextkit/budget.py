@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from langchain_contextkit._checks import check_count, check_fraction
+from langchain_contextkit._validate import check_count, check_fraction
 from langchain_contextkit.errors import ConfigError
 
 __all__ = [

@@ -43,9 +43,9 @@ from typing import Any, TypeVar
 import yaml
 
 from langchain_contextkit.budget import ContextConfig, WindowBudgetConfig
-from langchain_contextkit.compaction import CompactionConfig
+from langchain_contextkit.compaction.compactor import CompactionConfig
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.reducers import ReducerConfig
+from langchain_contextkit.reducers.agent import ReducerConfig
 
 __all__ = ["ContextKitConfig"]
 

@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from langchain_contextkit.errors import ConfigError, NoteError, NoteNotFoundError
 from langchain_contextkit.notes._markdown import parse_note, render_note, split_front_matter
 from langchain_contextkit.notes._search import SearchIndex, query_terms
-from langchain_contextkit.notes.base import DEFAULT_SEARCH_LIMIT, NoteStore
 from langchain_contextkit.notes.model import (
     DEFAULT_MAX_CONTENT_CHARS,
     DEFAULT_MAX_NOTES,
@@ -57,6 +56,7 @@ from langchain_contextkit.notes.model import (
     new_note_id,
     select,
 )
+from langchain_contextkit.notes.store import DEFAULT_SEARCH_LIMIT, NoteStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence

@@ -18,7 +18,7 @@ from langchain_contextkit import (
     count_message_tokens,
     find_message_problems,
 )
-from langchain_contextkit.compaction import RECAP_ID_PREFIX
+from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX
 from langchain_contextkit.testing import ScriptedChatModel
 
 

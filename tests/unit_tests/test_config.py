@@ -8,10 +8,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from langchain_contextkit.budget import ContextConfig, WindowBudgetConfig
-from langchain_contextkit.compaction import CompactionConfig
+from langchain_contextkit.compaction.compactor import CompactionConfig
 from langchain_contextkit.config import ContextKitConfig
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.reducers import ReducerConfig
+from langchain_contextkit.reducers.agent import ReducerConfig
 
 CUSTOM = ContextKitConfig(
     context=ContextConfig(

@@ -24,11 +24,11 @@ from langchain_contextkit import (
     count_tool_tokens,
     find_message_problems,
 )
-from langchain_contextkit.graph import ContextGraphState, context_node
-from langchain_contextkit.middleware import LEDGER_KEY
+from langchain_contextkit.agents.assembler import RETRIEVAL_ID, CallLedger, WindowAssembler
+from langchain_contextkit.agents.middleware import LEDGER_KEY
+from langchain_contextkit.agents.nodes import ContextGraphState, context_node
 from langchain_contextkit.notes import StoreNoteStore
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.window import RETRIEVAL_ID, CallLedger, WindowAssembler
 
 SYSTEM = "You are the on-call assistant. Answer from the runbook and the tools."
 

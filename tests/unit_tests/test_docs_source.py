@@ -12,15 +12,15 @@ from langchain_contextkit._fts import (
     match_expression,
     query_terms,
 )
-from langchain_contextkit.docs_source import (
+from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.notes import _search
+from langchain_contextkit.sources.docs import (
     DocChunk,
     DocsIndex,
     DocsSource,
     load_folder,
     split_document,
 )
-from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.notes import _search
 from langchain_contextkit.tokens import count_tokens
 
 ENGLISH = " ".join(

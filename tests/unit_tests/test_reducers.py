@@ -24,8 +24,9 @@ from langchain_contextkit import (
     count_tokens,
     find_message_problems,
 )
-from langchain_contextkit.graph import reducer_node
-from langchain_contextkit.reducers import (
+from langchain_contextkit.agents.nodes import reducer_node
+from langchain_contextkit.compaction.summarizers import summarizer_from_llm
+from langchain_contextkit.reducers.agent import (
     REDUCERS,
     ReducerConfig,
     reduce_agent,
@@ -33,14 +34,13 @@ from langchain_contextkit.reducers import (
     reduce_reflection,
     tokens_of,
 )
-from langchain_contextkit.summarizers import summarizer_from_llm
-from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.trajectories import (
+from langchain_contextkit.reducers.trajectories import (
     PlanStep,
     PlanTrajectory,
     ReflectionRound,
     ReflectionTrajectory,
 )
+from langchain_contextkit.testing import ScriptedChatModel
 
 # -- shared ---------------------------------------------------------------------------
 
