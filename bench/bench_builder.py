@@ -79,7 +79,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import langchain_contextkit.builder._assembly as assembly_module
 import langchain_contextkit.builder.runnable as builder_module
 from langchain_contextkit import CallableSource, ContextBuilder, ContextConfig
-from langchain_contextkit.mmr import RetrievalResult
+from langchain_contextkit.retrieval import RetrievalResult
 from langchain_contextkit.tokens import count_tokens
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         context_node,
         reducer_node,
     )
-    from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
+    from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.builder.runnable import (
         BudgetedRetriever,
         ContextBuilder,
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         find_message_problems,
         trim_to_budget,
     )
-    from langchain_contextkit.mmr import RetrievalResult, mmr_indices, mmr_select
+    from langchain_contextkit.mmr import mmr_indices, mmr_select
     from langchain_contextkit.notes import (
         FileNoteStore,
         Note,
@@ -87,13 +87,11 @@ if TYPE_CHECKING:
         ReflectionRound,
         ReflectionTrajectory,
     )
-    from langchain_contextkit.sources.base import (
-        CallableSource,
-        ContextSource,
-        RetrieverSource,
-        Scope,
-    )
+    from langchain_contextkit.retrieval import RetrievalResult
+    from langchain_contextkit.sources.base import ContextSource, Scope
+    from langchain_contextkit.sources.callable import CallableSource
     from langchain_contextkit.sources.docs import DocsSource
+    from langchain_contextkit.sources.retriever import RetrieverSource
     from langchain_contextkit.tokens import (
         DEFAULT_IMAGE_TOKENS,
         TiktokenCounter,
@@ -106,13 +104,14 @@ if TYPE_CHECKING:
         truncate_to_tokens,
     )
     from langchain_contextkit.tools import DEFAULT_READ_ONLY, NoteSource, NoteTool, TerminalTool
+    from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 
 _EXPORTS: dict[str, str] = {
     "CallLedger": "langchain_contextkit.agents.assembler",
     "DocsSource": "langchain_contextkit.sources.docs",
     "WindowAssembler": "langchain_contextkit.agents.assembler",
     "BudgetedRetriever": "langchain_contextkit.builder.runnable",
-    "CallableSource": "langchain_contextkit.sources.base",
+    "CallableSource": "langchain_contextkit.sources.callable",
     "CompactionConfig": "langchain_contextkit.compaction.compactor",
     "CompactionGraphState": "langchain_contextkit.agents.nodes",
     "CompactionMiddleware": "langchain_contextkit.agents.middleware",
@@ -152,8 +151,8 @@ _EXPORTS: dict[str, str] = {
     "ReducerConfig": "langchain_contextkit.reducers.agent",
     "ReflectionRound": "langchain_contextkit.reducers.trajectories",
     "ReflectionTrajectory": "langchain_contextkit.reducers.trajectories",
-    "RetrievalResult": "langchain_contextkit.mmr",
-    "RetrieverSource": "langchain_contextkit.sources.base",
+    "RetrievalResult": "langchain_contextkit.retrieval",
+    "RetrieverSource": "langchain_contextkit.sources.retriever",
     "RunningSummary": "langchain_contextkit.compaction.compactor",
     "Scope": "langchain_contextkit.sources.base",
     "StoreNoteStore": "langchain_contextkit.notes",
@@ -161,8 +160,8 @@ _EXPORTS: dict[str, str] = {
     "TiktokenCounter": "langchain_contextkit.tokens",
     "TokenCounter": "langchain_contextkit.tokens",
     "TokenizerUnavailableError": "langchain_contextkit.errors",
-    "WindowBudget": "langchain_contextkit.budget",
-    "WindowBudgetConfig": "langchain_contextkit.budget",
+    "WindowBudget": "langchain_contextkit.window_budget",
+    "WindowBudgetConfig": "langchain_contextkit.window_budget",
     "check_messages": "langchain_contextkit.messages",
     "compaction_node": "langchain_contextkit.agents.nodes",
     "context_node": "langchain_contextkit.agents.nodes",

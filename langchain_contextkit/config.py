@@ -42,10 +42,11 @@ from typing import Any, TypeVar
 
 import yaml
 
-from langchain_contextkit.budget import ContextConfig, WindowBudgetConfig
+from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.compaction.compactor import CompactionConfig
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.reducers.agent import ReducerConfig
+from langchain_contextkit.window_budget import WindowBudgetConfig
 
 __all__ = ["ContextKitConfig"]
 

@@ -32,11 +32,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._async import run_sync
-from langchain_contextkit.budget import (
-    ContextConfig,
-    WindowBudget,
-    WindowBudgetConfig,
-)
+from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.compaction.compactor import (
     RECAP_ID_PREFIX,
@@ -56,6 +52,7 @@ from langchain_contextkit.tokens import (
     count_tokens,
 )
 from langchain_contextkit.tools.notes import NoteSource
+from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -39,12 +39,6 @@ from langchain_contextkit.agents.assembler import (
     next_call_number,
     with_ledger,
 )
-from langchain_contextkit.budget import (
-    ContextConfig,
-    WindowBudget,
-    WindowBudgetConfig,
-    model_limits,
-)
 from langchain_contextkit.calibration import (
     CALIBRATION_KEY,
     Calibration,
@@ -65,6 +59,7 @@ from langchain_contextkit.tokens import (
     count_tokens,
     tiktoken_counter,
 )
+from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig, model_limits
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -73,6 +68,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import AnyMessage
     from langchain_core.runnables import Runnable
 
+    from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
 

@@ -30,12 +30,6 @@ from langchain_contextkit.agents.assembler import (
     next_call_number,
     with_ledger,
 )
-from langchain_contextkit.budget import (
-    ContextConfig,
-    WindowBudget,
-    WindowBudgetConfig,
-    model_limits,
-)
 from langchain_contextkit.calibration import CALIBRATION_KEY, Calibration, learn_from_history
 from langchain_contextkit.compaction.compactor import (
     CompactionResult,
@@ -56,12 +50,14 @@ from langchain_contextkit.tokens import (
     count_fixed_tokens,
     count_tokens,
 )
+from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig, model_limits
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Mapping, Sequence
 
     from langchain_core.language_models import BaseChatModel
 
+    from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
 

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from langchain_contextkit.budget import ContextConfig, SourceAllocation, SourceDemand, allocate
-from langchain_contextkit.mmr import MMRRanking, RetrievalResult
+from langchain_contextkit.mmr import MMRRanking
 from langchain_contextkit.tokens import count_each
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from langchain_contextkit.prompts import PromptRegistry
+    from langchain_contextkit.retrieval import RetrievalResult
     from langchain_contextkit.tokens import TokenCounter
 
 __all__ = ["SECTION_ORDER", "Assembly", "SourceOutcome", "assemble", "section_names"]

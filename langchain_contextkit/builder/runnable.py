@@ -74,7 +74,7 @@ from langchain_contextkit.tokens import TokenCounter, count_tokens
 if TYPE_CHECKING:
     from langchain_core.documents import Document
 
-    from langchain_contextkit.mmr import RetrievalResult
+    from langchain_contextkit.retrieval import RetrievalResult
 
 __all__ = [
     "BudgetedRetriever",

@@ -21,9 +21,9 @@ from langchain_contextkit.budget import DEFAULT_SOURCE_RATIOS, ContextConfig
 from langchain_contextkit.builder.runnable import ContextBuilder, ContextReport
 from langchain_contextkit.errors import ConfigError, ContextKitError, ContextWindowExceeded
 from langchain_contextkit.messages import trim_to_budget
-from langchain_contextkit.mmr import RetrievalResult
 from langchain_contextkit.prompts import PromptRegistry
-from langchain_contextkit.sources.base import CallableSource, ContextSource
+from langchain_contextkit.retrieval import RetrievalResult
+from langchain_contextkit.sources.callable import CallableSource
 from langchain_contextkit.sources.docs import (
     DEFAULT_CHUNK_TOKENS,
     DEFAULT_SUFFIXES,
@@ -36,6 +36,8 @@ from langchain_contextkit.tokens import count_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from langchain_contextkit.sources.base import ContextSource
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",

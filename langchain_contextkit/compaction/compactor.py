@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._validate import check_count, from_known_fields
-from langchain_contextkit.budget import model_limits
 from langchain_contextkit.compaction._chunked_summary import fitted_requests, run_async, run_sync
 from langchain_contextkit.compaction._history_index import HistoryIndex
 from langchain_contextkit.compaction._recap_grid import WaterMarks, grid_cuts
@@ -50,6 +49,7 @@ from langchain_contextkit.tokens import (
     count_tokens,
     truncate_to_tokens,
 )
+from langchain_contextkit.window_budget import model_limits
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence

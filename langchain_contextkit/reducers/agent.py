@@ -39,7 +39,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import check_count, from_known_fields
-from langchain_contextkit.budget import model_limits
 from langchain_contextkit.compaction._chunked_summary import SAFETY, fitted_requests, run_async
 from langchain_contextkit.compaction.facts import FactIndex, normalised
 from langchain_contextkit.compaction.summarizers import (
@@ -64,6 +63,7 @@ from langchain_contextkit.tokens import (
     count_tokens,
     truncate_to_tokens,
 )
+from langchain_contextkit.window_budget import model_limits
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence

@@ -53,7 +53,7 @@ from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharac
 
 from langchain_contextkit._fts import TOKENIZE, connect, index_text, match_expression
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.mmr import RetrievalResult
+from langchain_contextkit.retrieval import RetrievalResult
 from langchain_contextkit.sources.base import ContextSource, Scope
 from langchain_contextkit.tokens import TokenCounter, count_tokens
 

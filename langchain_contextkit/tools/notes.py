@@ -51,10 +51,10 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
 from langchain_contextkit.errors import ConfigError, NoteError
-from langchain_contextkit.mmr import RetrievalResult
 from langchain_contextkit.notes.file_store import FileNoteStore
 from langchain_contextkit.notes.model import DEFAULT_MAX_NOTES, NOTE_TYPES, Note, NoteInfo, NoteType
 from langchain_contextkit.notes.store import NoteStore
+from langchain_contextkit.retrieval import RetrievalResult
 from langchain_contextkit.sources.base import ContextSource, Scope
 
 if TYPE_CHECKING:

@@ -14,9 +14,11 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
 from langchain_contextkit import ConfigError, RetrievalResult, count_tokens
-from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
+from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.builder.runnable import REPORT_EVENT, BudgetedRetriever, ContextBuilder
-from langchain_contextkit.sources.base import CallableSource, Scope
+from langchain_contextkit.sources.base import Scope
+from langchain_contextkit.sources.callable import CallableSource
+from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 
 SEED_OUTPUT = """You are a finance assistant.
 

@@ -20,9 +20,11 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from pydantic import Field
 
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.mmr import RetrievalResult
+from langchain_contextkit.retrieval import RetrievalResult
 from langchain_contextkit.sources import base as sources
-from langchain_contextkit.sources.base import CallableSource, ContextSource, RetrieverSource, Scope
+from langchain_contextkit.sources.base import ContextSource, Scope
+from langchain_contextkit.sources.callable import CallableSource
+from langchain_contextkit.sources.retriever import RetrieverSource
 
 TEXTS = [
     "Meals are capped at 80 per day, no receipt needed.",

@@ -20,7 +20,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_contextkit.agents.assembler import RETRIEVAL_ID, CallLedger
 from langchain_contextkit.agents.middleware import LEDGER_KEY, ContextKitMiddleware
-from langchain_contextkit.budget import WindowBudgetConfig
 from langchain_contextkit.cli.demo.project import copy_project
 from langchain_contextkit.cli.demo.script import FACTS, SYSTEM_PROMPT, TURNS, scripted_reply
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX, HistoryCompactor
@@ -29,6 +28,7 @@ from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.sources.docs import DocsSource
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.tools import NoteTool, TerminalTool
+from langchain_contextkit.window_budget import WindowBudgetConfig
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
