@@ -25,11 +25,9 @@ if TYPE_CHECKING:
         reducer_node,
     )
     from langchain_contextkit.budget import ContextConfig
-    from langchain_contextkit.builder.runnable import (
-        BudgetedRetriever,
-        ContextBuilder,
-        ContextReport,
-    )
+    from langchain_contextkit.builder.report import ContextReport
+    from langchain_contextkit.builder.retriever import BudgetedRetriever
+    from langchain_contextkit.builder.runnable import ContextBuilder
     from langchain_contextkit.compaction.compactor import (
         CompactionConfig,
         CompactionResult,
@@ -110,7 +108,7 @@ _EXPORTS: dict[str, str] = {
     "CallLedger": "langchain_contextkit.agents.assembler",
     "DocsSource": "langchain_contextkit.sources.docs",
     "WindowAssembler": "langchain_contextkit.agents.assembler",
-    "BudgetedRetriever": "langchain_contextkit.builder.runnable",
+    "BudgetedRetriever": "langchain_contextkit.builder.retriever",
     "CallableSource": "langchain_contextkit.sources.callable",
     "CompactionConfig": "langchain_contextkit.compaction.compactor",
     "CompactionGraphState": "langchain_contextkit.agents.nodes",
@@ -122,7 +120,7 @@ _EXPORTS: dict[str, str] = {
     "ContextKitConfig": "langchain_contextkit.config",
     "ContextKitError": "langchain_contextkit.errors",
     "ContextKitMiddleware": "langchain_contextkit.agents.middleware",
-    "ContextReport": "langchain_contextkit.builder.runnable",
+    "ContextReport": "langchain_contextkit.builder.report",
     "ContextSource": "langchain_contextkit.sources.base",
     "ContextWindowExceeded": "langchain_contextkit.errors",
     "DEFAULT_IMAGE_TOKENS": "langchain_contextkit.tokens",

@@ -45,19 +45,15 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
-    AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForChainRun,
-    CallbackManagerForRetrieverRun,
     Callbacks,
     adispatch_custom_event,
     dispatch_custom_event,
 )
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableSerializable
 from pydantic import ConfigDict, Field
 
@@ -65,24 +61,18 @@ from pydantic import ConfigDict, Field
 from typing_extensions import NotRequired, TypedDict
 
 from langchain_contextkit.budget import ContextConfig
-from langchain_contextkit.builder._assembly import Assembly, SourceOutcome, assemble, section_names
+from langchain_contextkit.builder._assembly import Assembly, assemble, section_names
+from langchain_contextkit.builder.report import ContextReport, _report
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.sources.base import ContextSource, Scope
 from langchain_contextkit.tokens import TokenCounter, count_tokens
 
 if TYPE_CHECKING:
-    from langchain_core.documents import Document
 
     from langchain_contextkit.retrieval import RetrievalResult
 
-__all__ = [
-    "BudgetedRetriever",
-    "BuilderInput",
-    "ContextBuilder",
-    "ContextReport",
-    "SourceReport",
-]
+__all__ = ["BuilderInput", "ContextBuilder"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,100 +88,6 @@ class BuilderInput(TypedDict):
     query: str
     scope: NotRequired[Scope | None]
     system_prompt: NotRequired[str]
-
-
-@dataclass(frozen=True, slots=True)
-class SourceReport:
-    """One source's line of the ledger."""
-
-    name: str
-    quota: int
-    borrowed: int
-    used: int
-    fetched: int
-    merged: int
-    dropped_by_mmr: int
-    dropped_for_budget: int
-    kept: int
-    error: str | None
-    seconds: float
-
-    def as_dict(self) -> dict[str, Any]:
-        """The figures as a JSON-friendly dict."""
-        return {field: getattr(self, field) for field in self.__slots__}
-
-
-@dataclass(frozen=True, slots=True)
-class ContextReport:
-    """What a build produced and why: the text and every source's ledger line.
-
-    `str(report)` renders the ledger as a table.
-    """
-
-    text: str
-    """The built text (the flat prompt from `build_report`, the block from `build_block_report`)."""
-
-    budget: int
-    """Tokens the dynamic block was allowed."""
-
-    block_tokens: int
-    """Tokens the dynamic block took (measured on the rendered text)."""
-
-    sources: tuple[SourceReport, ...]
-
-    @property
-    def failures(self) -> dict[str, str]:
-        """Sources that raised, with the error."""
-        return {s.name: s.error for s in self.sources if s.error}
-
-    def as_dict(self) -> dict[str, Any]:
-        """The figures (not the text) as a JSON-friendly dict, as sent to callbacks."""
-        return {
-            "budget": self.budget,
-            "block_tokens": self.block_tokens,
-            "sources": [s.as_dict() for s in self.sources],
-        }
-
-    def __str__(self) -> str:
-        """Render the ledger as a fixed-width table."""
-        header = (
-            f"{'source':10} {'quota':>7} {'borrow':>7} {'used':>7} {'fetched':>8} "
-            f"{'merged':>7} {'mmr':>5} {'budget':>7} {'kept':>5}  note"
-        )
-        lines = [header, "-" * len(header)]
-        for s in self.sources:
-            note = f"FAILED {s.error}" if s.error else ""
-            lines.append(
-                f"{s.name:10} {s.quota:7} {s.borrowed:7} {s.used:7} {s.fetched:8} "
-                f"{s.merged:7} {s.dropped_by_mmr:5} {s.dropped_for_budget:7} {s.kept:5}  "
-                f"{note}".rstrip()
-            )
-        lines.append(f"block: {self.block_tokens} of {self.budget} tokens")
-        return "\n".join(lines)
-
-
-def _report(assembly: Assembly, text: str, seconds: Mapping[str, float]) -> ContextReport:
-    def line(o: SourceOutcome) -> SourceReport:
-        return SourceReport(
-            name=o.name,
-            quota=o.quota,
-            borrowed=o.borrowed,
-            used=o.used,
-            fetched=o.fetched,
-            merged=o.merged,
-            dropped_by_mmr=o.dropped_by_mmr,
-            dropped_for_budget=o.dropped_for_budget,
-            kept=len(o.kept),
-            error=o.error,
-            seconds=round(seconds.get(o.name, 0.0), 6),
-        )
-
-    return ContextReport(
-        text=text,
-        budget=assembly.budget,
-        block_tokens=assembly.block_tokens,
-        sources=tuple(line(o) for o in assembly.outcomes.values()),
-    )
 
 
 class _Gathered:
@@ -493,6 +389,49 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         assembly = self._assemble(gathered, block_budget, flat=False)
         return _report(assembly, assembly.block, gathered.seconds)
 
+    def select(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        scope: Scope | None = None,
+        budget: int | None = None,
+        callbacks: Callbacks = None,
+    ) -> list[RetrievalResult]:
+        """The candidates a block would keep, in layout order, within `budget` tokens.
+
+        Args:
+            query: The current question.
+            sources: Sources for this call instead of the builder's.
+            scope: Who is asking (user, tenant, session), passed to every source.
+            budget: Tokens the kept candidates may take; the config's dynamic region when None.
+            callbacks: Callbacks for the sources' retriever runs.
+        """
+        chosen = self._resolve(sources)
+        block_budget = self._block_budget(budget, "")
+        gathered = self._gather(query, chosen, scope, callbacks)
+        return self._kept(self._assemble(gathered, block_budget, flat=False))
+
+    async def aselect(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        scope: Scope | None = None,
+        budget: int | None = None,
+        callbacks: Callbacks = None,
+    ) -> list[RetrievalResult]:
+        """Async twin of `select` (sources gathered concurrently)."""
+        chosen = self._resolve(sources)
+        block_budget = self._block_budget(budget, "")
+        gathered = await self._agather(query, chosen, scope, callbacks)
+        return self._kept(self._assemble(gathered, block_budget, flat=False))
+
+    def _kept(self, assembly: Assembly) -> list[RetrievalResult]:
+        outcomes = assembly.outcomes
+        names = [name for name in section_names(self.config) if name in outcomes]  # layout order
+        return [r for name in names for r in outcomes[name].kept]
+
     def build(
         self,
         query: str,
@@ -627,71 +566,3 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         return RunnableLambda(block, afunc=ablock, name="ContextBuilderBlock")
 
 
-class BudgetedRetriever(BaseRetriever):
-    """A retriever that returns what the builder would keep: gathered, MMR'd, budgeted.
-
-    Drops the budgeting into any chain that expects a retriever: the kept candidates come
-    back as `Document`s, in layout order, within `budget` tokens.
-
-    Example:
-        ```python
-        from langchain_contextkit import CallableSource, ContextConfig
-        from langchain_contextkit.builder.runnable import BudgetedRetriever
-
-        source = CallableSource("rag", lambda q: ["short fact", "another fact"])
-        retriever = BudgetedRetriever(sources=[source], config=ContextConfig(), budget=500)
-        print([d.page_content for d in retriever.invoke("facts")])
-        # ['short fact', 'another fact']
-        ```
-    """
-
-    sources: Sequence[ContextSource]
-    """The sources to gather from."""
-
-    config: ContextConfig = Field(default_factory=ContextConfig)
-    """Ratios, MMR knobs and borrowing."""
-
-    budget: int | None = None
-    """Tokens the kept documents may take; the config's dynamic region when None."""
-
-    token_counter: TokenCounter = count_tokens
-    """Counts the tokens of a string."""
-
-    strict: bool = False
-    """Raise when a source fails instead of retrieving without it."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    def _builder(self) -> ContextBuilder:
-        return ContextBuilder(
-            self.config,
-            sources=self.sources,
-            token_counter=self.token_counter,
-            strict=self.strict,
-            prompts=PromptRegistry(),
-        )
-
-    def _documents(self, assembly: Assembly) -> list[Document]:
-        outcomes = assembly.outcomes
-        names = [name for name in section_names(self.config) if name in outcomes]  # layout order
-        return [r.to_document() for name in names for r in outcomes[name].kept]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, scope: Scope | None = None
-    ) -> list[Document]:
-        builder = self._builder()
-        budget = builder._block_budget(self.budget, "")  # noqa: SLF001 - same class family
-        gathered = builder._gather(query, self.sources, scope, run_manager.get_child())  # noqa: SLF001
-        return self._documents(builder._assemble(gathered, budget, flat=False))  # noqa: SLF001
-
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        scope: Scope | None = None,
-    ) -> list[Document]:
-        builder = self._builder()
-        budget = builder._block_budget(self.budget, "")  # noqa: SLF001
-        gathered = await builder._agather(query, self.sources, scope, run_manager.get_child())  # noqa: SLF001
-        return self._documents(builder._assemble(gathered, budget, flat=False))  # noqa: SLF001

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_contextkit.budget import DEFAULT_SOURCE_RATIOS, ContextConfig
-from langchain_contextkit.builder.runnable import ContextBuilder, ContextReport
+from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.errors import ConfigError, ContextKitError, ContextWindowExceeded
 from langchain_contextkit.messages import trim_to_budget
 from langchain_contextkit.prompts import PromptRegistry
@@ -37,6 +37,7 @@ from langchain_contextkit.tokens import count_tokens
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from langchain_contextkit.builder.report import ContextReport
     from langchain_contextkit.sources.base import ContextSource
 
 __all__ = [

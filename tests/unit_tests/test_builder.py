@@ -15,7 +15,8 @@ from langchain_core.runnables import RunnablePassthrough
 
 from langchain_contextkit import ConfigError, RetrievalResult, count_tokens
 from langchain_contextkit.budget import ContextConfig
-from langchain_contextkit.builder.runnable import REPORT_EVENT, BudgetedRetriever, ContextBuilder
+from langchain_contextkit.builder.retriever import BudgetedRetriever
+from langchain_contextkit.builder.runnable import REPORT_EVENT, ContextBuilder
 from langchain_contextkit.sources.base import Scope
 from langchain_contextkit.sources.callable import CallableSource
 from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig

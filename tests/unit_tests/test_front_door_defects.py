@@ -41,7 +41,7 @@ from langchain_contextkit import (
     reducer_node,
 )
 from langchain_contextkit.agents.nodes import ContextGraphState
-from langchain_contextkit.builder.runnable import BudgetedRetriever
+from langchain_contextkit.builder.retriever import BudgetedRetriever
 from langchain_contextkit.notes.file_store import INDEX_FILE, JOURNAL_FILE
 from langchain_contextkit.testing import ScriptedChatModel, ScriptedLLM
 from langchain_contextkit.tools import NoteSource, NoteTool, TerminalTool
