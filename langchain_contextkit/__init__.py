@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from langchain_contextkit.sources.base import ContextSource, Scope
     from langchain_contextkit.sources.callable import CallableSource
     from langchain_contextkit.sources.docs import DocsSource
+    from langchain_contextkit.sources.notes import NoteSource
     from langchain_contextkit.sources.retriever import RetrieverSource
     from langchain_contextkit.tokens import (
         DEFAULT_IMAGE_TOKENS,
@@ -101,7 +102,7 @@ if TYPE_CHECKING:
         tiktoken_counter,
         truncate_to_tokens,
     )
-    from langchain_contextkit.tools import DEFAULT_READ_ONLY, NoteSource, NoteTool, TerminalTool
+    from langchain_contextkit.tools import DEFAULT_READ_ONLY, NoteTool, TerminalTool
     from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 
 _EXPORTS: dict[str, str] = {
@@ -137,7 +138,7 @@ _EXPORTS: dict[str, str] = {
     "NoteInfo": "langchain_contextkit.notes",
     "NoteLimitError": "langchain_contextkit.errors",
     "NoteNotFoundError": "langchain_contextkit.errors",
-    "NoteSource": "langchain_contextkit.tools",
+    "NoteSource": "langchain_contextkit.sources.notes",
     "NoteStore": "langchain_contextkit.notes",
     "NoteSummary": "langchain_contextkit.notes",
     "NoteTool": "langchain_contextkit.tools",

@@ -25,14 +25,12 @@ Errors meant for a *model* to read (a tool called with a bad argument) are
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from langchain_core.exceptions import ContextOverflowError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    from langchain_contextkit.messages import MessageProblem
 
 __all__ = [
     "ConfigError",
@@ -45,6 +43,23 @@ __all__ = [
     "NoteNotFoundError",
     "TokenizerUnavailableError",
 ]
+
+
+class _Problem(Protocol):
+    """What `InvalidMessagesError` needs of a problem (`messages.MessageProblem` is one).
+
+    A protocol, so this module imports nothing of the library: every module may import it.
+    """
+
+    @property
+    def index(self) -> int:
+        """Position of the offending message."""
+        ...
+
+    @property
+    def code(self) -> str:
+        """A stable machine-readable name for the rule broken."""
+        ...
 
 
 class ContextKitError(Exception):
@@ -81,7 +96,7 @@ class ContextWindowExceeded(ContextKitError, ContextOverflowError):  # noqa: N81
 class InvalidMessagesError(ContextKitError, ValueError):
     """A message list breaks a rule chat providers enforce (see `messages.py`)."""
 
-    def __init__(self, problems: Sequence[MessageProblem]) -> None:
+    def __init__(self, problems: Sequence[_Problem]) -> None:
         """Record the problems found.
 
         Args:

@@ -45,13 +45,13 @@ from langchain_contextkit.compaction.compactor import (
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import find_message_problems, split_system
 from langchain_contextkit.reducers.agent import reduce_agent
+from langchain_contextkit.sources.notes import NoteSource
 from langchain_contextkit.tokens import (
     TokenCounter,
     count_fixed_tokens,
     count_message_tokens,
     count_tokens,
 )
-from langchain_contextkit.tools.notes import NoteSource
 from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 
 if TYPE_CHECKING:

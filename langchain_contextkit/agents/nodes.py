@@ -53,7 +53,7 @@ from langchain_contextkit.tokens import (
 from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig, model_limits
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     from langchain_core.language_models import BaseChatModel
 
@@ -69,7 +69,6 @@ __all__ = [
     "compaction_node",
     "context_node",
     "reducer_node",
-    "run_coroutine_sync",
 ]
 
 CompactionMode = Literal["view", "replace"]
@@ -364,7 +363,7 @@ def reducer_node(
         return {target: view}
 
     def reduce_sync(state: Mapping[str, Any]) -> dict[str, Any]:
-        return run_coroutine_sync(reduce(state))
+        return run_sync(reduce(state))
 
     return RunnableLambda(reduce_sync, afunc=reduce, name=f"reduce_{paradigm}")
 
@@ -390,15 +389,6 @@ def _trajectory_budget(
         )
         raise ConfigError(msg)
     return ledger.trajectory_budget(rag_in_scope=rag_in_scope)
-
-
-def run_coroutine_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine from sync code, also when an event loop is already running here.
-
-    LangGraph calls a sync node from plain threads; inside a running loop (a sync
-    `invoke` made from async code), the coroutine runs in a worker thread's own loop.
-    """
-    return run_sync(coroutine)
 
 
 class ContextGraphState(MessagesState):
