@@ -88,7 +88,9 @@ from langchain_contextkit.compaction.facts import (
 from langchain_contextkit.compaction.summarizers import render_transcript
 from langchain_contextkit.errors import ContextWindowExceeded
 from langchain_contextkit.messages import find_message_problems
-from langchain_contextkit.reducers.agent import reduce_agent, reduce_plan, reduce_reflection
+from langchain_contextkit.reducers.agent import reduce_agent
+from langchain_contextkit.reducers.plan import reduce_plan
+from langchain_contextkit.reducers.reflection import reduce_reflection
 from langchain_contextkit.reducers.trajectories import (
     PlanStep,
     PlanTrajectory,

@@ -68,17 +68,11 @@ if TYPE_CHECKING:
         StoreNoteStore,
     )
     from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
-    from langchain_contextkit.reducers.agent import (
-        REDUCERS,
-        ReducerConfig,
-        reduce_agent,
-        reduce_agent_sync,
-        reduce_plan,
-        reduce_plan_sync,
-        reduce_reflection,
-        reduce_reflection_sync,
-        tokens_of,
-    )
+    from langchain_contextkit.reducers import REDUCERS
+    from langchain_contextkit.reducers.agent import reduce_agent, reduce_agent_sync
+    from langchain_contextkit.reducers.base import ReducerConfig, tokens_of
+    from langchain_contextkit.reducers.plan import reduce_plan, reduce_plan_sync
+    from langchain_contextkit.reducers.reflection import reduce_reflection, reduce_reflection_sync
     from langchain_contextkit.reducers.trajectories import (
         PlanStep,
         PlanTrajectory,
@@ -146,8 +140,8 @@ _EXPORTS: dict[str, str] = {
     "PlanStep": "langchain_contextkit.reducers.trajectories",
     "PlanTrajectory": "langchain_contextkit.reducers.trajectories",
     "PromptRegistry": "langchain_contextkit.prompts",
-    "REDUCERS": "langchain_contextkit.reducers.agent",
-    "ReducerConfig": "langchain_contextkit.reducers.agent",
+    "REDUCERS": "langchain_contextkit.reducers",
+    "ReducerConfig": "langchain_contextkit.reducers.base",
     "ReflectionRound": "langchain_contextkit.reducers.trajectories",
     "ReflectionTrajectory": "langchain_contextkit.reducers.trajectories",
     "RetrievalResult": "langchain_contextkit.retrieval",
@@ -173,14 +167,14 @@ _EXPORTS: dict[str, str] = {
     "mmr_select": "langchain_contextkit.mmr",
     "reduce_agent": "langchain_contextkit.reducers.agent",
     "reduce_agent_sync": "langchain_contextkit.reducers.agent",
-    "reduce_plan": "langchain_contextkit.reducers.agent",
-    "reduce_plan_sync": "langchain_contextkit.reducers.agent",
-    "reduce_reflection": "langchain_contextkit.reducers.agent",
-    "reduce_reflection_sync": "langchain_contextkit.reducers.agent",
+    "reduce_plan": "langchain_contextkit.reducers.plan",
+    "reduce_plan_sync": "langchain_contextkit.reducers.plan",
+    "reduce_reflection": "langchain_contextkit.reducers.reflection",
+    "reduce_reflection_sync": "langchain_contextkit.reducers.reflection",
     "reducer_node": "langchain_contextkit.agents.nodes",
     "summarizer_from_llm": "langchain_contextkit.compaction.summarizers",
     "tiktoken_counter": "langchain_contextkit.tokens",
-    "tokens_of": "langchain_contextkit.reducers.agent",
+    "tokens_of": "langchain_contextkit.reducers.base",
     "trim_to_budget": "langchain_contextkit.messages",
     "truncate_to_tokens": "langchain_contextkit.tokens",
     "with_data_boundary": "langchain_contextkit.prompts",

@@ -37,13 +37,10 @@ from langchain_contextkit.compaction.compactor import (
     RunningSummary,
 )
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.reducers.agent import (
-    ReducerConfig,
-    SummarizerLike,
-    reduce_agent,
-    reduce_plan,
-    reduce_reflection,
-)
+from langchain_contextkit.reducers.agent import reduce_agent
+from langchain_contextkit.reducers.base import ReducerConfig, SummarizerLike
+from langchain_contextkit.reducers.plan import reduce_plan
+from langchain_contextkit.reducers.reflection import reduce_reflection
 from langchain_contextkit.reducers.trajectories import PlanTrajectory, ReflectionTrajectory
 from langchain_contextkit.tokens import (
     TokenCounter,

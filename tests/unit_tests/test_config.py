@@ -11,7 +11,7 @@ from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.compaction.compactor import CompactionConfig
 from langchain_contextkit.config import ContextKitConfig
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.reducers.agent import ReducerConfig
+from langchain_contextkit.reducers.base import ReducerConfig
 from langchain_contextkit.window_budget import WindowBudgetConfig
 
 CUSTOM = ContextKitConfig(

@@ -26,14 +26,11 @@ from langchain_contextkit import (
 )
 from langchain_contextkit.agents.nodes import reducer_node
 from langchain_contextkit.compaction.summarizers import summarizer_from_llm
-from langchain_contextkit.reducers.agent import (
-    REDUCERS,
-    ReducerConfig,
-    reduce_agent,
-    reduce_plan,
-    reduce_reflection,
-    tokens_of,
-)
+from langchain_contextkit.reducers import REDUCERS
+from langchain_contextkit.reducers.agent import reduce_agent
+from langchain_contextkit.reducers.base import ReducerConfig, tokens_of
+from langchain_contextkit.reducers.plan import reduce_plan
+from langchain_contextkit.reducers.reflection import reduce_reflection
 from langchain_contextkit.reducers.trajectories import (
     PlanStep,
     PlanTrajectory,

@@ -31,7 +31,9 @@ from langchain_contextkit.compaction.facts import conclusion_sentences, fact_tok
 from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer, summarizer_from_llm
 from langchain_contextkit.errors import ContextWindowExceeded
 from langchain_contextkit.messages import find_message_problems, split_system, unit_starts
-from langchain_contextkit.reducers.agent import reduce_agent, reduce_plan, reduce_reflection
+from langchain_contextkit.reducers.agent import reduce_agent
+from langchain_contextkit.reducers.plan import reduce_plan
+from langchain_contextkit.reducers.reflection import reduce_reflection
 from langchain_contextkit.reducers.trajectories import (
     PlanStep,
     PlanTrajectory,
@@ -515,7 +517,7 @@ async def test_reduce_agent_falls_back_to_the_extractive_summary(
     messages = _long_loop()
     budget = count_message_tokens(messages) // 2
     expected = await reduce_agent(messages, budget)
-    with caplog.at_level(logging.WARNING, logger="langchain_contextkit.reducers.agent"):
+    with caplog.at_level(logging.WARNING, logger="langchain_contextkit.reducers.base"):
         out = await reduce_agent(messages, budget, summarize)
     assert out == expected
     assert "INV-1000" in str(out[2].content)
