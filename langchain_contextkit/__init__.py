@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from langchain_contextkit._version import __version__
 
 if TYPE_CHECKING:
-    from langchain_contextkit.agents.assembler import CallLedger, WindowAssembler
+    from langchain_contextkit.agents.assembler import WindowAssembler
+    from langchain_contextkit.agents.ledger import CallLedger
     from langchain_contextkit.agents.middleware import CompactionMiddleware, ContextKitMiddleware
     from langchain_contextkit.agents.nodes import (
         CompactionGraphState,
@@ -100,7 +101,7 @@ if TYPE_CHECKING:
     from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 
 _EXPORTS: dict[str, str] = {
-    "CallLedger": "langchain_contextkit.agents.assembler",
+    "CallLedger": "langchain_contextkit.agents.ledger",
     "DocsSource": "langchain_contextkit.sources.docs",
     "WindowAssembler": "langchain_contextkit.agents.assembler",
     "BudgetedRetriever": "langchain_contextkit.builder.retriever",

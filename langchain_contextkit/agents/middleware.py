@@ -32,13 +32,8 @@ from typing_extensions import NotRequired
 
 from langchain_contextkit._validate import check_count
 from langchain_contextkit.agents._overflow import overflow_of
-from langchain_contextkit.agents.assembler import (
-    Anchor,
-    WindowAssembler,
-    WindowAssembly,
-    next_call_number,
-    with_ledger,
-)
+from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
+from langchain_contextkit.agents.ledger import Anchor, next_call_number, with_ledger
 from langchain_contextkit.calibration import (
     CALIBRATION_KEY,
     Calibration,

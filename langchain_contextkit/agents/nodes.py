@@ -24,12 +24,8 @@ from typing_extensions import NotRequired
 
 from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import check_count
-from langchain_contextkit.agents.assembler import (
-    WindowAssembler,
-    WindowAssembly,
-    next_call_number,
-    with_ledger,
-)
+from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
+from langchain_contextkit.agents.ledger import next_call_number, with_ledger
 from langchain_contextkit.calibration import CALIBRATION_KEY, Calibration, learn_from_history
 from langchain_contextkit.compaction.compactor import (
     CompactionResult,

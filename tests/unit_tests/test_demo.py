@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_contextkit.agents.assembler import LEGEND
+from langchain_contextkit.agents.ledger import LEGEND
 from langchain_contextkit.cli import main
 from langchain_contextkit.cli.demo import run as _demo
 from langchain_contextkit.cli.demo.model import ChosenModel, choose_model

@@ -44,7 +44,7 @@ from langchain_contextkit import (
     TerminalTool,
     tiktoken_counter,
 )
-from langchain_contextkit.agents.assembler import CallLedger
+from langchain_contextkit.agents.ledger import CallLedger
 from langchain_contextkit.agents.middleware import LEDGER_KEY
 from langchain_contextkit.testing.openai_stub import (
     OpenAIStub,
