@@ -10,10 +10,15 @@ ContextKitError                 base of everything below
 ├── ContextWindowExceeded       what must be kept does not fit the token budget (also
 │                               langchain-core's ContextOverflowError)
 ├── InvalidMessagesError        (also a ValueError) a message list a provider would reject
-└── NoteError                   a note store refused a call
-    ├── NoteNotFoundError       (also a LookupError) no note has that id
-    ├── InvalidNoteError        (also a ValueError) a bad id, type, title, tag or content
-    └── NoteLimitError          the store is full (`max_notes`) or the content too long
+├── NoteError                   a note store refused a call
+│   ├── NoteNotFoundError       (also a LookupError) no note has that id
+│   ├── InvalidNoteError        (also a ValueError) a bad id, type, title, tag or content
+│   └── NoteLimitError          the store is full (`max_notes`) or the content too long
+├── SearchUnavailableError      this Python's SQLite lacks FTS5, which BM25 search needs
+├── ScriptExhaustedError        a `testing.ScriptedChatModel` ran out of scripted answers
+├── BuildInputError             `contextkit build` cannot use its input (folder, history)
+└── ModelSetupError             `contextkit demo` cannot create the requested model
+    └── ModelSpecError          ... because `--model` itself is wrong (a usage error)
 ```
 
 `ConfigError` also subclasses `ValueError`, so code that already guards against
@@ -33,14 +38,19 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = [
+    "BuildInputError",
     "ConfigError",
     "ContextKitError",
     "ContextWindowExceeded",
     "InvalidMessagesError",
     "InvalidNoteError",
+    "ModelSetupError",
+    "ModelSpecError",
     "NoteError",
     "NoteLimitError",
     "NoteNotFoundError",
+    "ScriptExhaustedError",
+    "SearchUnavailableError",
     "TokenizerUnavailableError",
 ]
 
@@ -126,3 +136,23 @@ class InvalidNoteError(NoteError, ValueError):
 
 class NoteLimitError(NoteError):
     """The store already holds `max_notes` notes, or a content exceeds its size cap."""
+
+
+class SearchUnavailableError(ContextKitError):
+    """This Python's SQLite lacks the FTS5 extension that BM25 search needs."""
+
+
+class ScriptExhaustedError(ContextKitError):
+    """A `ScriptedChatModel` was called more often than its script has answers."""
+
+
+class BuildInputError(ContextKitError):
+    """Input `contextkit build` cannot use: a missing folder, a bad history file, no documents."""
+
+
+class ModelSetupError(ContextKitError):
+    """The requested model cannot be created; the message is one line for the user."""
+
+
+class ModelSpecError(ModelSetupError):
+    """`--model` names no provider `init_chat_model` knows: the argument is wrong."""

@@ -72,7 +72,7 @@ class CompactionGraphState(MessagesState):
     """`MessagesState` plus the keys the compaction node writes (default names)."""
 
     llm_input_messages: NotRequired[list[AnyMessage]]
-    running_summary: NotRequired[dict[str, Any] | None]
+    contextkit_summary: NotRequired[dict[str, Any] | None]
 
 
 def compaction_node(
@@ -81,7 +81,7 @@ def compaction_node(
     mode: CompactionMode = "view",
     messages_key: str = "messages",
     output_key: str = "llm_input_messages",
-    summary_key: str = "running_summary",
+    summary_key: str = "contextkit_summary",
     model: BaseChatModel | None = None,
     tools: Sequence[Any] = (),
     system_prompt: str | None = None,
@@ -388,8 +388,8 @@ class ContextGraphState(MessagesState):
     """`MessagesState` plus the keys `context_node` writes (default names)."""
 
     llm_input_messages: NotRequired[list[AnyMessage]]
-    running_summary: NotRequired[dict[str, Any] | None]
-    context_ledger: NotRequired[list[dict[str, Any]]]
+    contextkit_summary: NotRequired[dict[str, Any] | None]
+    contextkit_ledger: NotRequired[list[dict[str, Any]]]
     contextkit_calibration: NotRequired[dict[str, Any] | None]
 
 
@@ -409,8 +409,8 @@ def context_node(
     ledger_size: int = 50,
     messages_key: str = "messages",
     output_key: str = "llm_input_messages",
-    summary_key: str = "running_summary",
-    ledger_key: str = "context_ledger",
+    summary_key: str = "contextkit_summary",
+    ledger_key: str = "contextkit_ledger",
     calibration_key: str = CALIBRATION_KEY,
     token_counter: TokenCounter | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
@@ -466,7 +466,7 @@ def context_node(
         builder.add_edge(START, "context")
         builder.add_edge("context", "model")
         state = builder.compile().invoke({"messages": [HumanMessage("Hello")]})
-        print([m.type for m in model.requests[0]], state["context_ledger"][0]["window"])
+        print([m.type for m in model.requests[0]], state["contextkit_ledger"][0]["window"])
         # ['system', 'human'] 1000
         ```
     """

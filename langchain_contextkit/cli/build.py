@@ -19,7 +19,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_contextkit.budget import DEFAULT_SOURCE_RATIOS, ContextConfig
 from langchain_contextkit.builder.runnable import ContextBuilder
-from langchain_contextkit.errors import ConfigError, ContextKitError, ContextWindowExceeded
+from langchain_contextkit.errors import (
+    BuildInputError,
+    ConfigError,
+    ContextKitError,
+    ContextWindowExceeded,
+)
 from langchain_contextkit.messages import trim_to_budget
 from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.retrieval import RetrievalResult
@@ -45,7 +50,6 @@ __all__ = [
     "DEFAULT_TOP",
     "DEFAULT_WINDOW",
     "HISTORY_HELP",
-    "BuildInputError",
     "BuildRequest",
     "run_build",
 ]
@@ -75,10 +79,6 @@ The seed's ``memory`` and ``tool`` shares are left out: the command has neither,
 `ContextConfig` requires every quota it names to hold one candidate, so theirs would set
 the smallest window that works. Their tokens are lent to these two as they were before.
 """
-
-
-class BuildInputError(ContextKitError):
-    """Input the command cannot use: a missing folder, a bad history file, no documents."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

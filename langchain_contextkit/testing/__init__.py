@@ -19,21 +19,21 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
-from langchain_contextkit.errors import ConfigError, ContextKitError, InvalidMessagesError
+from langchain_contextkit.errors import (
+    ConfigError,
+    InvalidMessagesError,
+    ScriptExhaustedError,
+)
 from langchain_contextkit.messages import find_message_problems
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import CallbackManagerForLLMRun
     from langchain_core.runnables import Runnable
 
-__all__ = ["ScriptExhaustedError", "ScriptedChatModel", "ScriptedLLM"]
+__all__ = ["ScriptedChatModel", "ScriptedLLM"]
 
 Reply = str | AIMessage
 """One scripted answer: plain text or a message (tool calls allowed)."""
-
-
-class ScriptExhaustedError(ContextKitError):
-    """A `ScriptedChatModel` was called more often than its script has answers."""
 
 
 class ScriptedChatModel(BaseChatModel):

@@ -199,9 +199,9 @@ def test_context_node_in_a_state_graph() -> None:
         state = graph.invoke(
             {"messages": [HumanMessage(f"Turn {turn}: restart ingest {turn}? " * 3)]}, config
         )
-    assert len(state["context_ledger"]) == 5  # capped
-    assert state["context_ledger"][-1]["call"] == 12
-    assert state["running_summary"] is not None
+    assert len(state["contextkit_ledger"]) == 5  # capped
+    assert state["contextkit_ledger"][-1]["call"] == 12
+    assert state["contextkit_summary"] is not None
     assert len(state["messages"]) == 24
     for request in model.requests:
         assert request[0].text == SYSTEM

@@ -5,14 +5,8 @@ from pathlib import Path
 import pytest
 
 from langchain_contextkit import ContextBuilder, ContextConfig
-from langchain_contextkit._fts import (
-    SearchUnavailableError,
-    connect,
-    index_text,
-    match_expression,
-    query_terms,
-)
-from langchain_contextkit.errors import ConfigError
+from langchain_contextkit._fts import connect, index_text, match_expression, query_terms
+from langchain_contextkit.errors import ConfigError, SearchUnavailableError
 from langchain_contextkit.notes import _search
 from langchain_contextkit.sources.docs import (
     DocChunk,

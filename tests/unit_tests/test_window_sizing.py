@@ -379,8 +379,8 @@ def test_the_nodes_size_a_default_compactor_by_the_models_window(window: int) ->
     compacted = compaction_node(HistoryCompactor(), model=model).invoke({"messages": history})
     assembled = context_node(model=model).invoke({"messages": [*history, HumanMessage("Hi")]})
     if window == 128_000:  # far below the marks: nothing is summarised
-        assert compacted["running_summary"] is None
-        assert assembled["running_summary"] is None
+        assert compacted["contextkit_summary"] is None
+        assert assembled["contextkit_summary"] is None
         assert len(compacted["llm_input_messages"]) == len(history)
     else:  # over the room's high mark: compacted, the recap within 10% of the room
         for update in (compacted, assembled):
@@ -390,4 +390,4 @@ def test_the_nodes_size_a_default_compactor_by_the_models_window(window: int) ->
             assert count_message_tokens([recap]) <= window // 10
     # An explicit trigger still wins over the window.
     explicit = compaction_node(HistoryCompactor(trigger_tokens=500), model=model)
-    assert explicit.invoke({"messages": history})["running_summary"] is not None
+    assert explicit.invoke({"messages": history})["contextkit_summary"] is not None

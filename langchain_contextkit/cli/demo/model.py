@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.errors import ContextKitError
+from langchain_contextkit.errors import ModelSetupError, ModelSpecError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_OPENAI_COMPATIBLE_MODEL",
     "ChosenModel",
-    "ModelSetupError",
-    "ModelSpecError",
     "choose_model",
 ]
 
@@ -48,14 +46,6 @@ _PROVIDERS = {
 }
 # Local OpenAI-compatible servers mostly take any key; the client insists on one.
 _PLACEHOLDER_KEY = "not-needed"
-
-
-class ModelSetupError(ContextKitError):
-    """The requested model cannot be created; the message is one line for the user."""
-
-
-class ModelSpecError(ModelSetupError):
-    """`--model` names no provider `init_chat_model` knows: the argument is wrong."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from langchain_contextkit.cli.demo.model import ModelSetupError, ModelSpecError, choose_model
-from langchain_contextkit.errors import ContextKitError
+from langchain_contextkit.cli.demo.model import choose_model
+from langchain_contextkit.errors import ContextKitError, ModelSetupError, ModelSpecError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
