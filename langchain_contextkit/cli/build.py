@@ -29,14 +29,9 @@ from langchain_contextkit.messages import trim_to_budget
 from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.retrieval import RetrievalResult
 from langchain_contextkit.sources.callable import CallableSource
-from langchain_contextkit.sources.docs import (
-    DEFAULT_CHUNK_TOKENS,
-    DEFAULT_SUFFIXES,
-    DocsIndex,
-    DocsSource,
-    LoadedFolder,
-    load_folder,
-)
+from langchain_contextkit.sources.chunking import DEFAULT_CHUNK_TOKENS
+from langchain_contextkit.sources.docs import DocsIndex, DocsSource
+from langchain_contextkit.sources.folder import DEFAULT_SUFFIXES, LoadedFolder, load_folder
 from langchain_contextkit.tokens import count_tokens
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from langchain_contextkit.cli import build as _build
 from langchain_contextkit.cli import main
 from langchain_contextkit.cli.demo import run as _demo
 from langchain_contextkit.cli.demo.model import ChosenModel
-from langchain_contextkit.sources.docs import DEFAULT_CHUNK_TOKENS
+from langchain_contextkit.sources.chunking import DEFAULT_CHUNK_TOKENS
 from langchain_contextkit.testing import ScriptedChatModel
 
 EXPENSES = """\
