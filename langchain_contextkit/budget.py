@@ -405,5 +405,3 @@ def _lend_idle_tokens(budget: int, ledgers: list[_Ledger]) -> None:
     # that fits what is left takes it, the hungriest source first.
     for ledger in sorted(ledgers, key=lambda item: item.wanted(), reverse=True):
         idle -= ledger.take_fitting(idle)
-
-

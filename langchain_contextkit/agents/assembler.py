@@ -20,6 +20,9 @@ positions). The block is a human message: Anthropic rejects, and Gemini hoists, 
 message in the middle of a conversation. Every call's ledger says where each token went;
 the request never exceeds the window minus the output reserve, or
 `ContextWindowExceeded` is raised and nothing is sent.
+
+Over 500 lines on purpose: `WindowAssembler` is one class whose methods are the steps of
+one request's layout.
 """
 
 from __future__ import annotations

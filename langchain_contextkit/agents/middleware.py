@@ -7,6 +7,9 @@ and sends that instead of the raw history. The history in the agent's state stay
 only the running summary is stored beside it (a private state key), so the next call
 extends the summary instead of re-reading old turns, and the prefix the provider caches
 stays byte-stable between compactions.
+
+Over 500 lines on purpose: Two middleware classes over shared helpers;
+`ContextKitMiddleware` is one class kept whole.
 """
 
 from __future__ import annotations

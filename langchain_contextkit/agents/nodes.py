@@ -10,6 +10,9 @@ instead, and only after a summary succeeded.
 `reducer_node` reduces an agent's own trajectory (a tool loop's messages, a plan, a
 reflection loop) to the run's trajectory budget from the window ledger, and writes the
 view for the next model call beside the full trajectory.
+
+Over 500 lines on purpose: Three node factories that share their budget helpers; each is
+one function.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-
     from collections.abc import Mapping
 
     from langchain_contextkit.builder._assembly import Assembly, SourceOutcome

@@ -37,6 +37,9 @@ print(context)
 # [Current question]
 # how much can I spend on meals?
 ```
+
+Over 500 lines on purpose: `ContextBuilder` is one Runnable whose sync and async entry
+points share the steps.
 """
 
 from __future__ import annotations
@@ -69,7 +72,6 @@ from langchain_contextkit.sources.base import ContextSource, Scope
 from langchain_contextkit.tokens import TokenCounter, count_tokens
 
 if TYPE_CHECKING:
-
     from langchain_contextkit.retrieval import RetrievalResult
 
 __all__ = ["BuilderInput", "ContextBuilder"]
@@ -564,5 +566,3 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
             return await self.abuild_block(query, scope=scope, budget=budget)
 
         return RunnableLambda(block, afunc=ablock, name="ContextBuilderBlock")
-
-

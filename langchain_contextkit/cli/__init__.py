@@ -249,5 +249,3 @@ def _build_usage_problem(request: BuildRequest, window: int) -> str | None:
     except ContextKitError as exc:
         return _one_line(exc)
     return None
-
-

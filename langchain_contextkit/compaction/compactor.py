@@ -7,6 +7,9 @@ results), a leading system prompt stays first, the summary is extended increment
 target (hysteresis) so the prompt prefix stays byte-stable between compactions, and a
 failing or empty summary never costs history: the deterministic `ExtractiveSummarizer`
 steps in, and when nothing can be summarised the history comes back unchanged.
+
+Over 500 lines on purpose: `HistoryCompactor` is one class (its plan, epochs and recap
+memo) kept whole.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ the folder's modification time, which every store records after its own writes.
 
 Ids are checked on every call, note files are opened with `O_NOFOLLOW` and symbolic links
 in the folder are ignored, so nothing outside the workspace is ever read or written.
+
+Over 500 lines on purpose: `FileNoteStore` is one class: the API, the lock protocol and
+the journal replay depend on each other's state.
 """
 
 from __future__ import annotations

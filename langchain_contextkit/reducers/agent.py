@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_contextkit._async import run_sync
-from langchain_contextkit.compaction.summarizers import (
-    render_transcript,
-)
+from langchain_contextkit.compaction.summarizers import render_transcript
 from langchain_contextkit.messages import find_message_problems, split_system, unit_starts
 from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.reducers.base import (
@@ -257,5 +255,3 @@ def reduce_agent_sync(
             prompts=prompts,
         )
     )
-
-

@@ -18,9 +18,7 @@ from langchain_contextkit.reducers.base import (
     _check_budget,
     _exceeded,
 )
-from langchain_contextkit.reducers.trajectories import (
-    ReflectionTrajectory,
-)
+from langchain_contextkit.reducers.trajectories import ReflectionTrajectory
 from langchain_contextkit.tokens import (
     TokenCounter,
     count_tokens,

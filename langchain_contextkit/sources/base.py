@@ -41,9 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import (
-    run_in_executor,
-)
+from langchain_core.runnables.config import run_in_executor
 
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.retrieval import RetrievalResult

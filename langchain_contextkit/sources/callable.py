@@ -31,9 +31,7 @@ from langchain_contextkit.sources.base import ContextSource, Scope, _from_docume
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from langchain_core.callbacks import (
-        Callbacks,
-    )
+    from langchain_core.callbacks import Callbacks
 
 __all__ = ["CallableSource"]
 

@@ -277,5 +277,3 @@ def _title(chunk: DocChunk) -> str:
     """The title column of a chunk: its path (without the ending) and headings."""
     path = str(PurePosixPath(chunk.path).with_suffix(""))
     return index_text(" ".join((path, *chunk.headings)))
-
-

@@ -15,10 +15,7 @@ from langchain_contextkit.retrieval import RetrievalResult
 from langchain_contextkit.sources.base import ContextSource, Scope
 
 if TYPE_CHECKING:
-
-    from langchain_core.callbacks import (
-        Callbacks,
-    )
+    from langchain_core.callbacks import Callbacks
 
     from langchain_contextkit.notes.model import Note
 

@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import (
-    RunnableConfig,
-)
+from langchain_core.runnables.config import RunnableConfig
 
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.sources.base import ContextSource, Scope, _from_document
@@ -19,9 +17,7 @@ from langchain_contextkit.sources.base import ContextSource, Scope, _from_docume
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from langchain_core.callbacks import (
-        Callbacks,
-    )
+    from langchain_core.callbacks import Callbacks
     from langchain_core.documents import Document
 
     from langchain_contextkit.retrieval import RetrievalResult

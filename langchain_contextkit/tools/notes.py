@@ -425,5 +425,3 @@ def _summarised(summary: NoteSummary) -> tuple[str, dict[str, Any]]:
 
 
 # -- notes as a context source ---------------------------------------------------------
-
-

@@ -343,6 +343,7 @@ def test_env_extra_variables_are_passed(tmp_path: Path) -> None:
 
 def test_bwrap_mode_needs_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from langchain_contextkit.tools.terminal import _config as _terminal_config
+
     monkeypatch.setattr(_terminal_config, "find_bwrap", lambda: None)
     with pytest.raises(ConfigError, match="not installed"):
         TerminalTool(tmp_path, sandbox="bwrap")
@@ -351,6 +352,7 @@ def test_bwrap_mode_needs_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_missing_command_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from langchain_contextkit.tools.terminal import _config as _terminal_config
+
     real = _terminal_config.executable_for
     monkeypatch.setattr(
         _terminal_config, "executable_for", lambda name: None if name == "tree" else real(name)
@@ -431,6 +433,7 @@ def test_other_platforms_are_refused_at_construction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from langchain_contextkit.tools.terminal import _config as _terminal_config
+
     monkeypatch.setattr(_terminal_config.sys, "platform", "darwin")
     with pytest.raises(ConfigError, match="Linux only"):
         TerminalTool(tmp_path)

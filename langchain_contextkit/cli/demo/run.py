@@ -14,6 +14,9 @@ the model could still see in its last request. `--json` prints the same as one o
 The workspace (the copied project and the notes) is a temporary folder removed at the
 end, unless `--keep` is given or `--workspace` names a folder of the user's. Bad
 arguments exit with status 2, a setup or a model call that fails with 1.
+
+Over 500 lines on purpose: The demo's run and its progress printer, one flow read top to
+bottom.
 """
 
 from __future__ import annotations

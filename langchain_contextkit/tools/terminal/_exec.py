@@ -15,6 +15,9 @@ in a large agent process); `preexec_fn` is the fallback where `prlimit` is missi
 Output is read as it comes and kept as a head and a tail (see `CappedText`); a command
 that keeps writing is stopped after `MAX_DRAIN_BYTES`, so `cat` of a 2 GB file returns
 promptly.
+
+Over 500 lines on purpose: The sandboxed executor: process setup, pipes, limits and output
+capture, one call path.
 """
 
 # String paths throughout, as os.path.realpath returns them:
