@@ -12,6 +12,9 @@ When the builder or the compactor runs inside an agent, the shared `WindowBudget
 retrieval block's and the trajectory's budgets, so `context.max_tokens` may stay unset;
 only a standalone `build` / `build_block(budget=None)` call needs it.
 
+The one root module that imports from the layers above the core (their config classes):
+it aggregates them, and nothing in the library imports it.
+
 A configuration file (every section and field is optional):
 
 ```yaml

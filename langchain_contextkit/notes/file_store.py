@@ -1,28 +1,16 @@
 """`FileNoteStore`: notes as markdown files in a folder, safe across processes and crashes.
 
-The workspace holds:
-
-- one `<id>.md` file per note: YAML front matter (id, title, type, tags, created_at,
-  updated_at) and the markdown content, the format a person reads and edits;
-- `notes_index.json`: every note's metadata, so listing does not open every file;
-- `notes_journal.jsonl`: the changes made since the index was last written, one JSON
-  line each, so a create or update appends a line instead of rewriting the index. When
-  the journal holds more lines than there are notes (and at least a few hundred), it is
-  folded into a new index: rewriting costs O(notes) once per O(notes) writes, so a write
-  costs the same whatever the size of the store;
-- `.notes.lock`: an `fcntl.flock` lock, shared for reads and exclusive for writes, held by
-  every process around every operation.
-
-Every file is written to a temporary file, fsynced, then moved over the old one with
-`os.replace` (and the folder fsynced), so a crash leaves the old version or the new one,
-never half of either. The markdown files are the source of truth: the index and journal
-can always be rebuilt from them, and are rebuilt when missing or corrupt, or when the
-folder changed behind the store's back (a note file added, deleted or replaced by hand, or
-a writer killed between writing a note and recording it). Such changes are noticed through
-the folder's modification time, which every store records after its own writes.
-
-Ids are checked on every call, note files are opened with `O_NOFOLLOW` and symbolic links
-in the folder are ignored, so nothing outside the workspace is ever read or written.
+One `<id>.md` file per note (YAML front matter and the markdown content, the format a
+person reads and edits) is the source of truth; `notes_index.json` and
+`notes_journal.jsonl` (see `_journal`) let listing and writing avoid opening or rewriting
+every file: a write appends a journal line, and the journal is folded into a new index
+once it outgrows the store, so a write costs the same whatever the store's size. A
+`.notes.lock` `fcntl.flock` lock, shared for reads and exclusive for writes, is held
+around every operation. Writes are atomic (see `_fsio`). The index and journal are
+rebuilt from the note files when missing, corrupt, or when the folder changed behind the
+store's back (noticed through the folder's modification time, recorded after every own
+write). Ids are checked on every call and symbolic links are never followed, so nothing
+outside the workspace is read or written.
 
 Over 500 lines on purpose: `FileNoteStore` is one class: the API, the lock protocol and
 the journal replay depend on each other's state.
