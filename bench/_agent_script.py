@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import tool
 
-from langchain_contextkit.testing_openai import Reply, ToolCall, content_text
+from langchain_contextkit.testing.openai_stub import Reply, ToolCall, content_text
 
 if TYPE_CHECKING:
-    from langchain_contextkit.testing_openai import Kind
+    from langchain_contextkit.testing.openai_stub import Kind
 
 TOOL_NAME = "lookup_record"
 PARALLEL_EVERY = 5

@@ -6,7 +6,7 @@
 
 One scripted support conversation (`_agent_script.py`) is played through
 `langchain.agents.create_agent` + `langchain_openai.ChatOpenAI` against
-`langchain_contextkit.testing_openai.OpenAIStub` on 127.0.0.1: a fresh stub (and prompt
+`langchain_contextkit.testing.openai_stub.OpenAIStub` on 127.0.0.1: a fresh stub (and prompt
 cache) per run, which rejects invalid tool-message order and over-window prompts with HTTP
 400 like the real service, and reports cl100k prompt tokens and OpenAI-style cached tokens
 (longest prefix shared with an earlier request, from 1,024 tokens, in 128-token steps).
@@ -58,8 +58,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _agent_script as script
 
-from langchain_contextkit.middleware import ContextKitMiddleware
-from langchain_contextkit.testing_openai import OpenAIStub
+from langchain_contextkit.agents.middleware import ContextKitMiddleware
+from langchain_contextkit.testing.openai_stub import OpenAIStub
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
     from langchain_openai import ChatOpenAI
 
-    from langchain_contextkit.testing_openai import RequestRecord
+    from langchain_contextkit.testing.openai_stub import RequestRecord
 
     Factory = Callable[[ChatOpenAI], AgentMiddleware[Any, Any, Any] | None]
 

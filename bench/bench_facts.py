@@ -5,7 +5,7 @@
     python bench/bench_facts.py --languages de,ru --show-recaps
 
 A multi-turn `langchain.agents.create_agent` run through `langchain_openai.ChatOpenAI`
-against `langchain_contextkit.testing_openai.OpenAIStub` on 127.0.0.1 (HTTP 400 above the
+against `langchain_contextkit.testing.openai_stub.OpenAIStub` on 127.0.0.1 (HTTP 400 above the
 window). Every user turn is ~700 characters of one language's man pages (read from
 /usr/share/man/<lang> at run time with `corpus.man_pages`) with ONE planted line among
 them, ``Fact: the code for item-N is CODE.`` (a distinct 6-digit code per turn from a
@@ -61,9 +61,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import corpus
 
 from langchain_contextkit import ContextKitMiddleware
-from langchain_contextkit.compaction import RECAP_ID_PREFIX
-from langchain_contextkit.middleware import LEDGER_KEY
-from langchain_contextkit.testing_openai import OpenAIStub, Reply, ToolCall, content_text
+from langchain_contextkit.agents.middleware import LEDGER_KEY
+from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX
+from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall, content_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -65,7 +65,7 @@ import _agent_script as script
 import corpus
 
 from langchain_contextkit import count_tokens, tiktoken_counter
-from langchain_contextkit.middleware import LEDGER_KEY, ContextKitMiddleware
+from langchain_contextkit.agents.middleware import LEDGER_KEY, ContextKitMiddleware
 from langchain_contextkit.testing import ScriptedChatModel
 
 if TYPE_CHECKING:

@@ -37,8 +37,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langchain_contextkit import ContextKitMiddleware
-from langchain_contextkit.middleware import LEDGER_KEY
-from langchain_contextkit.testing_openai import OpenAIStub, Reply, ToolCall
+from langchain_contextkit.agents.middleware import LEDGER_KEY
+from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall
 
 WINDOW = 4_000
 MAX_OUTPUT = 256

@@ -79,18 +79,25 @@ from langchain_core.messages import (
 # Run from a source checkout without installing the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from langchain_contextkit.compaction.facts import (
+    has_decision,
+    has_identifier,
+    has_number,
+    normalised,
+)
+from langchain_contextkit.compaction.summarizers import render_transcript
 from langchain_contextkit.errors import ContextWindowExceeded
-from langchain_contextkit.facts import has_decision, has_identifier, has_number, normalised
 from langchain_contextkit.messages import find_message_problems
-from langchain_contextkit.reducers import reduce_agent, reduce_plan, reduce_reflection
-from langchain_contextkit.summarizers import render_transcript
-from langchain_contextkit.tokens import count_message_tokens, count_tokens
-from langchain_contextkit.trajectories import (
+from langchain_contextkit.reducers.agent import reduce_agent
+from langchain_contextkit.reducers.plan import reduce_plan
+from langchain_contextkit.reducers.reflection import reduce_reflection
+from langchain_contextkit.reducers.trajectories import (
     PlanStep,
     PlanTrajectory,
     ReflectionRound,
     ReflectionTrajectory,
 )
+from langchain_contextkit.tokens import count_message_tokens, count_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_contextkit.tools import TerminalTool
-from langchain_contextkit.tools._terminal_exec import find_bwrap, find_executable, sandbox_works
+from langchain_contextkit.tools.terminal._exec import find_bwrap, find_executable, sandbox_works
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -4,7 +4,10 @@ Decide what enters a model's window, keep it inside one explicit token ledger, a
 compact what overflows. Everything public is importable from the package root.
 
 Names are imported on first use (PEP 562), so `import langchain_contextkit` stays quick;
-importing a name loads only the modules it needs.
+importing a name loads only the modules it needs. `_PUBLIC` below is the one list of
+public names: `__all__` and the lazy lookup are derived from it. Type checkers cannot
+read a table, so the `TYPE_CHECKING` block repeats it as imports, and
+`tests/unit_tests/test_public_api.py` checks that the two agree.
 """
 
 from __future__ import annotations
@@ -16,265 +19,317 @@ from typing import TYPE_CHECKING, Any
 from langchain_contextkit._version import __version__
 
 if TYPE_CHECKING:
-    from langchain_contextkit.budget import ContextConfig, WindowBudget, WindowBudgetConfig
-    from langchain_contextkit.builder import BudgetedRetriever, ContextBuilder, ContextReport
-    from langchain_contextkit.compaction import (
-        CompactionConfig,
-        CompactionResult,
-        HistoryCompactor,
-        RunningSummary,
+    from langchain_contextkit.agents.assembler import WindowAssembler as WindowAssembler
+    from langchain_contextkit.agents.ledger import CallLedger as CallLedger
+    from langchain_contextkit.agents.middleware import (
+        CompactionMiddleware as CompactionMiddleware,
     )
-    from langchain_contextkit.config import ContextKitConfig
-    from langchain_contextkit.docs_source import DocsSource
+    from langchain_contextkit.agents.middleware import (
+        ContextKitMiddleware as ContextKitMiddleware,
+    )
+    from langchain_contextkit.agents.nodes import (
+        CompactionGraphState as CompactionGraphState,
+    )
+    from langchain_contextkit.agents.nodes import (
+        compaction_node as compaction_node,
+    )
+    from langchain_contextkit.agents.nodes import (
+        context_node as context_node,
+    )
+    from langchain_contextkit.agents.nodes import (
+        reducer_node as reducer_node,
+    )
+    from langchain_contextkit.agents.offload import (
+        NoteOffloadStore as NoteOffloadStore,
+    )
+    from langchain_contextkit.agents.offload import (
+        OffloadConfig as OffloadConfig,
+    )
+    from langchain_contextkit.agents.offload import (
+        OffloadStore as OffloadStore,
+    )
+    from langchain_contextkit.agents.offload import (
+        ToolResultOffloader as ToolResultOffloader,
+    )
+    from langchain_contextkit.agents.offload import (
+        WorkspaceOffloadStore as WorkspaceOffloadStore,
+    )
+    from langchain_contextkit.budget import ContextConfig as ContextConfig
+    from langchain_contextkit.builder.report import ContextReport as ContextReport
+    from langchain_contextkit.builder.retriever import BudgetedRetriever as BudgetedRetriever
+    from langchain_contextkit.builder.runnable import ContextBuilder as ContextBuilder
+    from langchain_contextkit.compaction.compactor import (
+        CompactionConfig as CompactionConfig,
+    )
+    from langchain_contextkit.compaction.compactor import (
+        CompactionResult as CompactionResult,
+    )
+    from langchain_contextkit.compaction.compactor import (
+        HistoryCompactor as HistoryCompactor,
+    )
+    from langchain_contextkit.compaction.compactor import (
+        RunningSummary as RunningSummary,
+    )
+    from langchain_contextkit.compaction.summarizers import (
+        ExtractiveSummarizer as ExtractiveSummarizer,
+    )
+    from langchain_contextkit.compaction.summarizers import (
+        summarizer_from_llm as summarizer_from_llm,
+    )
+    from langchain_contextkit.config import ContextKitConfig as ContextKitConfig
     from langchain_contextkit.errors import (
-        ConfigError,
-        ContextKitError,
-        ContextWindowExceeded,
-        InvalidMessagesError,
-        InvalidNoteError,
-        NoteError,
-        NoteLimitError,
-        NoteNotFoundError,
-        TokenizerUnavailableError,
+        ConfigError as ConfigError,
     )
-    from langchain_contextkit.graph import (
-        CompactionGraphState,
-        compaction_node,
-        context_node,
-        reducer_node,
+    from langchain_contextkit.errors import (
+        ContextKitError as ContextKitError,
+    )
+    from langchain_contextkit.errors import (
+        ContextWindowExceeded as ContextWindowExceeded,
+    )
+    from langchain_contextkit.errors import (
+        InvalidMessagesError as InvalidMessagesError,
+    )
+    from langchain_contextkit.errors import (
+        InvalidNoteError as InvalidNoteError,
+    )
+    from langchain_contextkit.errors import (
+        NoteError as NoteError,
+    )
+    from langchain_contextkit.errors import (
+        NoteLimitError as NoteLimitError,
+    )
+    from langchain_contextkit.errors import (
+        NoteNotFoundError as NoteNotFoundError,
+    )
+    from langchain_contextkit.errors import (
+        TokenizerUnavailableError as TokenizerUnavailableError,
     )
     from langchain_contextkit.messages import (
-        MessageProblem,
-        check_messages,
-        find_message_problems,
-        trim_to_budget,
+        MessageProblem as MessageProblem,
     )
-    from langchain_contextkit.middleware import CompactionMiddleware, ContextKitMiddleware
-    from langchain_contextkit.mmr import RetrievalResult, mmr_indices, mmr_select
+    from langchain_contextkit.messages import (
+        check_messages as check_messages,
+    )
+    from langchain_contextkit.messages import (
+        find_message_problems as find_message_problems,
+    )
+    from langchain_contextkit.messages import (
+        trim_to_budget as trim_to_budget,
+    )
+    from langchain_contextkit.mmr import (
+        mmr_indices as mmr_indices,
+    )
+    from langchain_contextkit.mmr import (
+        mmr_select as mmr_select,
+    )
     from langchain_contextkit.notes import (
-        FileNoteStore,
-        Note,
-        NoteHit,
-        NoteInfo,
-        NoteStore,
-        NoteSummary,
-        NoteType,
-        StoreNoteStore,
+        FileNoteStore as FileNoteStore,
     )
-    from langchain_contextkit.offload import (
-        NoteOffloadStore,
-        OffloadConfig,
-        OffloadStore,
-        ToolResultOffloader,
-        WorkspaceOffloadStore,
+    from langchain_contextkit.notes import (
+        Note as Note,
     )
-    from langchain_contextkit.prompts import PromptRegistry, with_data_boundary
-    from langchain_contextkit.reducers import (
-        REDUCERS,
-        ReducerConfig,
-        reduce_agent,
-        reduce_agent_sync,
-        reduce_plan,
-        reduce_plan_sync,
-        reduce_reflection,
-        reduce_reflection_sync,
-        tokens_of,
+    from langchain_contextkit.notes import (
+        NoteHit as NoteHit,
     )
-    from langchain_contextkit.sources import CallableSource, ContextSource, RetrieverSource, Scope
-    from langchain_contextkit.summarizers import ExtractiveSummarizer, summarizer_from_llm
+    from langchain_contextkit.notes import (
+        NoteInfo as NoteInfo,
+    )
+    from langchain_contextkit.notes import (
+        NoteStore as NoteStore,
+    )
+    from langchain_contextkit.notes import (
+        NoteSummary as NoteSummary,
+    )
+    from langchain_contextkit.notes import (
+        NoteType as NoteType,
+    )
+    from langchain_contextkit.notes import (
+        StoreNoteStore as StoreNoteStore,
+    )
+    from langchain_contextkit.prompts import (
+        PromptRegistry as PromptRegistry,
+    )
+    from langchain_contextkit.prompts import (
+        with_data_boundary as with_data_boundary,
+    )
+    from langchain_contextkit.reducers import REDUCERS as REDUCERS
+    from langchain_contextkit.reducers.agent import (
+        reduce_agent as reduce_agent,
+    )
+    from langchain_contextkit.reducers.agent import (
+        reduce_agent_sync as reduce_agent_sync,
+    )
+    from langchain_contextkit.reducers.base import (
+        ReducerConfig as ReducerConfig,
+    )
+    from langchain_contextkit.reducers.base import (
+        tokens_of as tokens_of,
+    )
+    from langchain_contextkit.reducers.plan import (
+        reduce_plan as reduce_plan,
+    )
+    from langchain_contextkit.reducers.plan import (
+        reduce_plan_sync as reduce_plan_sync,
+    )
+    from langchain_contextkit.reducers.reflection import (
+        reduce_reflection as reduce_reflection,
+    )
+    from langchain_contextkit.reducers.reflection import (
+        reduce_reflection_sync as reduce_reflection_sync,
+    )
+    from langchain_contextkit.reducers.trajectories import (
+        PlanStep as PlanStep,
+    )
+    from langchain_contextkit.reducers.trajectories import (
+        PlanTrajectory as PlanTrajectory,
+    )
+    from langchain_contextkit.reducers.trajectories import (
+        ReflectionRound as ReflectionRound,
+    )
+    from langchain_contextkit.reducers.trajectories import (
+        ReflectionTrajectory as ReflectionTrajectory,
+    )
+    from langchain_contextkit.retrieval import RetrievalResult as RetrievalResult
+    from langchain_contextkit.sources.base import (
+        ContextSource as ContextSource,
+    )
+    from langchain_contextkit.sources.base import (
+        Scope as Scope,
+    )
+    from langchain_contextkit.sources.callable import CallableSource as CallableSource
+    from langchain_contextkit.sources.docs import DocsSource as DocsSource
+    from langchain_contextkit.sources.notes import NoteSource as NoteSource
+    from langchain_contextkit.sources.retriever import RetrieverSource as RetrieverSource
     from langchain_contextkit.tokens import (
-        DEFAULT_IMAGE_TOKENS,
-        TiktokenCounter,
-        TokenCounter,
-        count_each,
-        count_message_tokens,
-        count_tokens,
-        count_tool_tokens,
-        tiktoken_counter,
-        truncate_to_tokens,
+        DEFAULT_IMAGE_TOKENS as DEFAULT_IMAGE_TOKENS,
     )
-    from langchain_contextkit.tools import DEFAULT_READ_ONLY, NoteSource, NoteTool, TerminalTool
-    from langchain_contextkit.trajectories import (
-        PlanStep,
-        PlanTrajectory,
-        ReflectionRound,
-        ReflectionTrajectory,
+    from langchain_contextkit.tokens import (
+        TiktokenCounter as TiktokenCounter,
     )
-    from langchain_contextkit.window import CallLedger, WindowAssembler
+    from langchain_contextkit.tokens import (
+        TokenCounter as TokenCounter,
+    )
+    from langchain_contextkit.tokens import (
+        count_each as count_each,
+    )
+    from langchain_contextkit.tokens import (
+        count_message_tokens as count_message_tokens,
+    )
+    from langchain_contextkit.tokens import (
+        count_tokens as count_tokens,
+    )
+    from langchain_contextkit.tokens import (
+        count_tool_tokens as count_tool_tokens,
+    )
+    from langchain_contextkit.tokens import (
+        tiktoken_counter as tiktoken_counter,
+    )
+    from langchain_contextkit.tokens import (
+        truncate_to_tokens as truncate_to_tokens,
+    )
+    from langchain_contextkit.tools import (
+        DEFAULT_READ_ONLY as DEFAULT_READ_ONLY,
+    )
+    from langchain_contextkit.tools import (
+        NoteTool as NoteTool,
+    )
+    from langchain_contextkit.tools import (
+        TerminalTool as TerminalTool,
+    )
+    from langchain_contextkit.window_budget import (
+        WindowBudget as WindowBudget,
+    )
+    from langchain_contextkit.window_budget import (
+        WindowBudgetConfig as WindowBudgetConfig,
+    )
+
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    "agents.assembler": ("WindowAssembler",),
+    "agents.ledger": ("CallLedger",),
+    "agents.middleware": ("CompactionMiddleware", "ContextKitMiddleware"),
+    "agents.nodes": ("CompactionGraphState", "compaction_node", "context_node", "reducer_node"),
+    "agents.offload": (
+        "NoteOffloadStore",
+        "OffloadConfig",
+        "OffloadStore",
+        "ToolResultOffloader",
+        "WorkspaceOffloadStore",
+    ),
+    "budget": ("ContextConfig",),
+    "builder.report": ("ContextReport",),
+    "builder.retriever": ("BudgetedRetriever",),
+    "builder.runnable": ("ContextBuilder",),
+    "compaction.compactor": (
+        "CompactionConfig",
+        "CompactionResult",
+        "HistoryCompactor",
+        "RunningSummary",
+    ),
+    "compaction.summarizers": ("ExtractiveSummarizer", "summarizer_from_llm"),
+    "config": ("ContextKitConfig",),
+    "errors": (
+        "ConfigError",
+        "ContextKitError",
+        "ContextWindowExceeded",
+        "InvalidMessagesError",
+        "InvalidNoteError",
+        "NoteError",
+        "NoteLimitError",
+        "NoteNotFoundError",
+        "TokenizerUnavailableError",
+    ),
+    "messages": ("MessageProblem", "check_messages", "find_message_problems", "trim_to_budget"),
+    "mmr": ("mmr_indices", "mmr_select"),
+    "notes": (
+        "FileNoteStore",
+        "Note",
+        "NoteHit",
+        "NoteInfo",
+        "NoteStore",
+        "NoteSummary",
+        "NoteType",
+        "StoreNoteStore",
+    ),
+    "prompts": ("PromptRegistry", "with_data_boundary"),
+    "reducers": ("REDUCERS",),
+    "reducers.agent": ("reduce_agent", "reduce_agent_sync"),
+    "reducers.base": ("ReducerConfig", "tokens_of"),
+    "reducers.plan": ("reduce_plan", "reduce_plan_sync"),
+    "reducers.reflection": ("reduce_reflection", "reduce_reflection_sync"),
+    "reducers.trajectories": (
+        "PlanStep",
+        "PlanTrajectory",
+        "ReflectionRound",
+        "ReflectionTrajectory",
+    ),
+    "retrieval": ("RetrievalResult",),
+    "sources.base": ("ContextSource", "Scope"),
+    "sources.callable": ("CallableSource",),
+    "sources.docs": ("DocsSource",),
+    "sources.notes": ("NoteSource",),
+    "sources.retriever": ("RetrieverSource",),
+    "tokens": (
+        "DEFAULT_IMAGE_TOKENS",
+        "TiktokenCounter",
+        "TokenCounter",
+        "count_each",
+        "count_message_tokens",
+        "count_tokens",
+        "count_tool_tokens",
+        "tiktoken_counter",
+        "truncate_to_tokens",
+    ),
+    "tools": ("DEFAULT_READ_ONLY", "NoteTool", "TerminalTool"),
+    "window_budget": ("WindowBudget", "WindowBudgetConfig"),
+}
+"""Every public name, by the module (under `langchain_contextkit.`) that defines it."""
 
 _EXPORTS: dict[str, str] = {
-    "CallLedger": "langchain_contextkit.window",
-    "DocsSource": "langchain_contextkit.docs_source",
-    "WindowAssembler": "langchain_contextkit.window",
-    "BudgetedRetriever": "langchain_contextkit.builder",
-    "CallableSource": "langchain_contextkit.sources",
-    "CompactionConfig": "langchain_contextkit.compaction",
-    "CompactionGraphState": "langchain_contextkit.graph",
-    "CompactionMiddleware": "langchain_contextkit.middleware",
-    "CompactionResult": "langchain_contextkit.compaction",
-    "ConfigError": "langchain_contextkit.errors",
-    "ContextBuilder": "langchain_contextkit.builder",
-    "ContextConfig": "langchain_contextkit.budget",
-    "ContextKitConfig": "langchain_contextkit.config",
-    "ContextKitError": "langchain_contextkit.errors",
-    "ContextKitMiddleware": "langchain_contextkit.middleware",
-    "ContextReport": "langchain_contextkit.builder",
-    "ContextSource": "langchain_contextkit.sources",
-    "ContextWindowExceeded": "langchain_contextkit.errors",
-    "DEFAULT_IMAGE_TOKENS": "langchain_contextkit.tokens",
-    "DEFAULT_READ_ONLY": "langchain_contextkit.tools",
-    "ExtractiveSummarizer": "langchain_contextkit.summarizers",
-    "FileNoteStore": "langchain_contextkit.notes",
-    "HistoryCompactor": "langchain_contextkit.compaction",
-    "InvalidMessagesError": "langchain_contextkit.errors",
-    "InvalidNoteError": "langchain_contextkit.errors",
-    "MessageProblem": "langchain_contextkit.messages",
-    "Note": "langchain_contextkit.notes",
-    "NoteError": "langchain_contextkit.errors",
-    "NoteHit": "langchain_contextkit.notes",
-    "NoteInfo": "langchain_contextkit.notes",
-    "NoteLimitError": "langchain_contextkit.errors",
-    "NoteNotFoundError": "langchain_contextkit.errors",
-    "NoteSource": "langchain_contextkit.tools",
-    "NoteStore": "langchain_contextkit.notes",
-    "NoteSummary": "langchain_contextkit.notes",
-    "NoteTool": "langchain_contextkit.tools",
-    "NoteType": "langchain_contextkit.notes",
-    "NoteOffloadStore": "langchain_contextkit.offload",
-    "OffloadConfig": "langchain_contextkit.offload",
-    "OffloadStore": "langchain_contextkit.offload",
-    "ToolResultOffloader": "langchain_contextkit.offload",
-    "WorkspaceOffloadStore": "langchain_contextkit.offload",
-    "PlanStep": "langchain_contextkit.trajectories",
-    "PlanTrajectory": "langchain_contextkit.trajectories",
-    "PromptRegistry": "langchain_contextkit.prompts",
-    "REDUCERS": "langchain_contextkit.reducers",
-    "ReducerConfig": "langchain_contextkit.reducers",
-    "ReflectionRound": "langchain_contextkit.trajectories",
-    "ReflectionTrajectory": "langchain_contextkit.trajectories",
-    "RetrievalResult": "langchain_contextkit.mmr",
-    "RetrieverSource": "langchain_contextkit.sources",
-    "RunningSummary": "langchain_contextkit.compaction",
-    "Scope": "langchain_contextkit.sources",
-    "StoreNoteStore": "langchain_contextkit.notes",
-    "TerminalTool": "langchain_contextkit.tools",
-    "TiktokenCounter": "langchain_contextkit.tokens",
-    "TokenCounter": "langchain_contextkit.tokens",
-    "TokenizerUnavailableError": "langchain_contextkit.errors",
-    "WindowBudget": "langchain_contextkit.budget",
-    "WindowBudgetConfig": "langchain_contextkit.budget",
-    "check_messages": "langchain_contextkit.messages",
-    "compaction_node": "langchain_contextkit.graph",
-    "context_node": "langchain_contextkit.graph",
-    "count_each": "langchain_contextkit.tokens",
-    "count_message_tokens": "langchain_contextkit.tokens",
-    "count_tokens": "langchain_contextkit.tokens",
-    "count_tool_tokens": "langchain_contextkit.tokens",
-    "find_message_problems": "langchain_contextkit.messages",
-    "mmr_indices": "langchain_contextkit.mmr",
-    "mmr_select": "langchain_contextkit.mmr",
-    "reduce_agent": "langchain_contextkit.reducers",
-    "reduce_agent_sync": "langchain_contextkit.reducers",
-    "reduce_plan": "langchain_contextkit.reducers",
-    "reduce_plan_sync": "langchain_contextkit.reducers",
-    "reduce_reflection": "langchain_contextkit.reducers",
-    "reduce_reflection_sync": "langchain_contextkit.reducers",
-    "reducer_node": "langchain_contextkit.graph",
-    "summarizer_from_llm": "langchain_contextkit.summarizers",
-    "tiktoken_counter": "langchain_contextkit.tokens",
-    "tokens_of": "langchain_contextkit.reducers",
-    "trim_to_budget": "langchain_contextkit.messages",
-    "truncate_to_tokens": "langchain_contextkit.tokens",
-    "with_data_boundary": "langchain_contextkit.prompts",
+    name: f"{__name__}.{module}" for module, names in _PUBLIC.items() for name in names
 }
 """Where each public name lives: the module imported when the name is first used."""
 
-__all__ = [
-    "DEFAULT_IMAGE_TOKENS",
-    "DEFAULT_READ_ONLY",
-    "REDUCERS",
-    "BudgetedRetriever",
-    "CallLedger",
-    "CallableSource",
-    "CompactionConfig",
-    "CompactionGraphState",
-    "CompactionMiddleware",
-    "CompactionResult",
-    "ConfigError",
-    "ContextBuilder",
-    "ContextConfig",
-    "ContextKitConfig",
-    "ContextKitError",
-    "ContextKitMiddleware",
-    "ContextReport",
-    "ContextSource",
-    "ContextWindowExceeded",
-    "DocsSource",
-    "ExtractiveSummarizer",
-    "FileNoteStore",
-    "HistoryCompactor",
-    "InvalidMessagesError",
-    "InvalidNoteError",
-    "MessageProblem",
-    "Note",
-    "NoteError",
-    "NoteHit",
-    "NoteInfo",
-    "NoteLimitError",
-    "NoteNotFoundError",
-    "NoteOffloadStore",
-    "NoteSource",
-    "NoteStore",
-    "NoteSummary",
-    "NoteTool",
-    "NoteType",
-    "OffloadConfig",
-    "OffloadStore",
-    "PlanStep",
-    "PlanTrajectory",
-    "PromptRegistry",
-    "ReducerConfig",
-    "ReflectionRound",
-    "ReflectionTrajectory",
-    "RetrievalResult",
-    "RetrieverSource",
-    "RunningSummary",
-    "Scope",
-    "StoreNoteStore",
-    "TerminalTool",
-    "TiktokenCounter",
-    "TokenCounter",
-    "TokenizerUnavailableError",
-    "ToolResultOffloader",
-    "WindowAssembler",
-    "WindowBudget",
-    "WindowBudgetConfig",
-    "WorkspaceOffloadStore",
-    "__version__",
-    "check_messages",
-    "compaction_node",
-    "context_node",
-    "count_each",
-    "count_message_tokens",
-    "count_tokens",
-    "count_tool_tokens",
-    "find_message_problems",
-    "mmr_indices",
-    "mmr_select",
-    "reduce_agent",
-    "reduce_agent_sync",
-    "reduce_plan",
-    "reduce_plan_sync",
-    "reduce_reflection",
-    "reduce_reflection_sync",
-    "reducer_node",
-    "summarizer_from_llm",
-    "tiktoken_counter",
-    "tokens_of",
-    "trim_to_budget",
-    "truncate_to_tokens",
-    "with_data_boundary",
-]
+__all__ = ["__version__", *_EXPORTS]  # noqa: PLE0604 - derived from _PUBLIC
 
 
 def __getattr__(name: str) -> Any:  # noqa: ANN401 - any public object

@@ -29,14 +29,13 @@ import re
 import sqlite3
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.errors import ContextKitError
+from langchain_contextkit.errors import SearchUnavailableError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
 __all__ = [
     "TOKENIZE",
-    "SearchUnavailableError",
     "connect",
     "index_text",
     "match_expression",
@@ -57,10 +56,6 @@ _IDENTIFIER = re.compile(r"[^\W_]+(?:[_-][^\W_]+)*")
 _SEPARATOR = re.compile(r"[_-]")
 # Most neighbouring query words run together into one term ("kestrel consumer lag").
 _MAX_JOINED_WORDS = 4
-
-
-class SearchUnavailableError(ContextKitError):
-    """This Python's SQLite lacks the FTS5 extension that BM25 search needs."""
 
 
 def connect(schema: str, *, purpose: str) -> sqlite3.Connection:

@@ -12,6 +12,9 @@ When the builder or the compactor runs inside an agent, the shared `WindowBudget
 retrieval block's and the trajectory's budgets, so `context.max_tokens` may stay unset;
 only a standalone `build` / `build_block(budget=None)` call needs it.
 
+The one root module that imports from the layers above the core (their config classes):
+it aggregates them, and nothing in the library imports it.
+
 A configuration file (every section and field is optional):
 
 ```yaml
@@ -42,10 +45,11 @@ from typing import Any, TypeVar
 
 import yaml
 
-from langchain_contextkit.budget import ContextConfig, WindowBudgetConfig
-from langchain_contextkit.compaction import CompactionConfig
+from langchain_contextkit.budget import ContextConfig
+from langchain_contextkit.compaction.compactor import CompactionConfig
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.reducers import ReducerConfig
+from langchain_contextkit.reducers.base import ReducerConfig
+from langchain_contextkit.window_budget import WindowBudgetConfig
 
 __all__ = ["ContextKitConfig"]
 

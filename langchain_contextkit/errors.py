@@ -10,10 +10,15 @@ ContextKitError                 base of everything below
 ├── ContextWindowExceeded       what must be kept does not fit the token budget (also
 │                               langchain-core's ContextOverflowError)
 ├── InvalidMessagesError        (also a ValueError) a message list a provider would reject
-└── NoteError                   a note store refused a call
-    ├── NoteNotFoundError       (also a LookupError) no note has that id
-    ├── InvalidNoteError        (also a ValueError) a bad id, type, title, tag or content
-    └── NoteLimitError          the store is full (`max_notes`) or the content too long
+├── NoteError                   a note store refused a call
+│   ├── NoteNotFoundError       (also a LookupError) no note has that id
+│   ├── InvalidNoteError        (also a ValueError) a bad id, type, title, tag or content
+│   └── NoteLimitError          the store is full (`max_notes`) or the content too long
+├── SearchUnavailableError      this Python's SQLite lacks FTS5, which BM25 search needs
+├── ScriptExhaustedError        a `testing.ScriptedChatModel` ran out of scripted answers
+├── BuildInputError             `contextkit build` cannot use its input (folder, history)
+└── ModelSetupError             `contextkit demo` cannot create the requested model
+    └── ModelSpecError          ... because `--model` itself is wrong (a usage error)
 ```
 
 `ConfigError` also subclasses `ValueError`, so code that already guards against
@@ -25,26 +30,46 @@ Errors meant for a *model* to read (a tool called with a bad argument) are
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from langchain_core.exceptions import ContextOverflowError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from langchain_contextkit.messages import MessageProblem
-
 __all__ = [
+    "BuildInputError",
     "ConfigError",
     "ContextKitError",
     "ContextWindowExceeded",
     "InvalidMessagesError",
     "InvalidNoteError",
+    "ModelSetupError",
+    "ModelSpecError",
     "NoteError",
     "NoteLimitError",
     "NoteNotFoundError",
+    "ScriptExhaustedError",
+    "SearchUnavailableError",
     "TokenizerUnavailableError",
 ]
+
+
+class _Problem(Protocol):
+    """What `InvalidMessagesError` needs of a problem (`messages.MessageProblem` is one).
+
+    A protocol, so this module imports nothing of the library: every module may import it.
+    """
+
+    @property
+    def index(self) -> int:
+        """Position of the offending message."""
+        ...
+
+    @property
+    def code(self) -> str:
+        """A stable machine-readable name for the rule broken."""
+        ...
 
 
 class ContextKitError(Exception):
@@ -81,7 +106,7 @@ class ContextWindowExceeded(ContextKitError, ContextOverflowError):  # noqa: N81
 class InvalidMessagesError(ContextKitError, ValueError):
     """A message list breaks a rule chat providers enforce (see `messages.py`)."""
 
-    def __init__(self, problems: Sequence[MessageProblem]) -> None:
+    def __init__(self, problems: Sequence[_Problem]) -> None:
         """Record the problems found.
 
         Args:
@@ -111,3 +136,23 @@ class InvalidNoteError(NoteError, ValueError):
 
 class NoteLimitError(NoteError):
     """The store already holds `max_notes` notes, or a content exceeds its size cap."""
+
+
+class SearchUnavailableError(ContextKitError):
+    """This Python's SQLite lacks the FTS5 extension that BM25 search needs."""
+
+
+class ScriptExhaustedError(ContextKitError):
+    """A `ScriptedChatModel` was called more often than its script has answers."""
+
+
+class BuildInputError(ContextKitError):
+    """Input `contextkit build` cannot use: a missing folder, a bad history file, no documents."""
+
+
+class ModelSetupError(ContextKitError):
+    """The requested model cannot be created; the message is one line for the user."""
+
+
+class ModelSpecError(ModelSetupError):
+    """`--model` names no provider `init_chat_model` knows: the argument is wrong."""

@@ -10,12 +10,11 @@
 
 The agent-facing tool over a store is
 [`NoteTool`][langchain_contextkit.tools.notes.NoteTool]; the context source that feeds
-notes to the builder is [`NoteSource`][langchain_contextkit.tools.notes.NoteSource].
+notes to the builder is [`NoteSource`][langchain_contextkit.sources.notes.NoteSource].
 """
 
-from langchain_contextkit.notes.base import DEFAULT_RECENT, DEFAULT_SEARCH_LIMIT, NoteStore
 from langchain_contextkit.notes.file_store import FileNoteStore
-from langchain_contextkit.notes.graph_store import DEFAULT_NAMESPACE, StoreNoteStore
+from langchain_contextkit.notes.langgraph_store import DEFAULT_NAMESPACE, StoreNoteStore
 from langchain_contextkit.notes.model import (
     DEFAULT_MAX_CONTENT_CHARS,
     DEFAULT_MAX_NOTES,
@@ -28,6 +27,7 @@ from langchain_contextkit.notes.model import (
     check_note_id,
     new_note_id,
 )
+from langchain_contextkit.notes.store import DEFAULT_RECENT, DEFAULT_SEARCH_LIMIT, NoteStore
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",

@@ -15,14 +15,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from langchain_contextkit._fts import (
-    TOKENIZE,
-    SearchUnavailableError,
-    connect,
-    index_text,
-    match_expression,
-    query_terms,
-)
+from langchain_contextkit._fts import TOKENIZE, connect, index_text, match_expression, query_terms
+from langchain_contextkit.errors import SearchUnavailableError
 from langchain_contextkit.notes.model import Note, format_timestamp
 
 __all__ = ["SearchIndex", "SearchUnavailableError", "index_text", "query_terms"]

@@ -1,28 +1,19 @@
 """`FileNoteStore`: notes as markdown files in a folder, safe across processes and crashes.
 
-The workspace holds:
+One `<id>.md` file per note (YAML front matter and the markdown content, the format a
+person reads and edits) is the source of truth; `notes_index.json` and
+`notes_journal.jsonl` (see `_journal`) let listing and writing avoid opening or rewriting
+every file: a write appends a journal line, and the journal is folded into a new index
+once it outgrows the store, so a write costs the same whatever the store's size. A
+`.notes.lock` `fcntl.flock` lock, shared for reads and exclusive for writes, is held
+around every operation. Writes are atomic (see `_fsio`). The index and journal are
+rebuilt from the note files when missing, corrupt, or when the folder changed behind the
+store's back (noticed through the folder's modification time, recorded after every own
+write). Ids are checked on every call and symbolic links are never followed, so nothing
+outside the workspace is read or written.
 
-- one `<id>.md` file per note: YAML front matter (id, title, type, tags, created_at,
-  updated_at) and the markdown content, the format a person reads and edits;
-- `notes_index.json`: every note's metadata, so listing does not open every file;
-- `notes_journal.jsonl`: the changes made since the index was last written, one JSON
-  line each, so a create or update appends a line instead of rewriting the index. When
-  the journal holds more lines than there are notes (and at least a few hundred), it is
-  folded into a new index: rewriting costs O(notes) once per O(notes) writes, so a write
-  costs the same whatever the size of the store;
-- `.notes.lock`: an `fcntl.flock` lock, shared for reads and exclusive for writes, held by
-  every process around every operation.
-
-Every file is written to a temporary file, fsynced, then moved over the old one with
-`os.replace` (and the folder fsynced), so a crash leaves the old version or the new one,
-never half of either. The markdown files are the source of truth: the index and journal
-can always be rebuilt from them, and are rebuilt when missing or corrupt, or when the
-folder changed behind the store's back (a note file added, deleted or replaced by hand, or
-a writer killed between writing a note and recording it). Such changes are noticed through
-the folder's modification time, which every store records after its own writes.
-
-Ids are checked on every call, note files are opened with `O_NOFOLLOW` and symbolic links
-in the folder are ignored, so nothing outside the workspace is ever read or written.
+Over 500 lines on purpose: `FileNoteStore` is one class: the API, the lock protocol and
+the journal replay depend on each other's state.
 """
 
 from __future__ import annotations
@@ -33,19 +24,36 @@ import errno
 import json
 import logging
 import os
-import secrets
 import stat
 import sys
 import threading
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_contextkit.errors import ConfigError, NoteError, NoteNotFoundError
+from langchain_contextkit.notes._fsio import (
+    _O_CLOEXEC,
+    _O_NOFOLLOW,
+    _TMP_PREFIX,
+    _Stamp,
+    _stamp,
+    file_stamp,
+    fsync_dir,
+    read_bytes,
+    write_atomic,
+)
+from langchain_contextkit.notes._journal import (
+    _FORMAT,
+    _NOTE_SUFFIX,
+    INDEX_FILE,
+    JOURNAL_FILE,
+    _CorruptJournal,
+    _Entry,
+    _info_fields,
+)
 from langchain_contextkit.notes._markdown import parse_note, render_note, split_front_matter
 from langchain_contextkit.notes._search import SearchIndex, query_terms
-from langchain_contextkit.notes.base import DEFAULT_SEARCH_LIMIT, NoteStore
 from langchain_contextkit.notes.model import (
     DEFAULT_MAX_CONTENT_CHARS,
     DEFAULT_MAX_NOTES,
@@ -57,6 +65,7 @@ from langchain_contextkit.notes.model import (
     new_note_id,
     select,
 )
+from langchain_contextkit.notes.store import DEFAULT_SEARCH_LIMIT, NoteStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -72,65 +81,14 @@ logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
-INDEX_FILE = "notes_index.json"
-JOURNAL_FILE = "notes_journal.jsonl"
 LOCK_FILE = ".notes.lock"
-_TMP_PREFIX = ".tmp-"
-_NOTE_SUFFIX = ".md"
-_FORMAT = 1
 # The journal is folded into the index once it has more lines than notes, and never
 # sooner than this: small stores would otherwise rewrite their index every few writes.
 _COMPACT_MIN = 256
 
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-
-# (inode, mtime in ns, size): changes whenever a note file is replaced or edited.
-_Stamp = tuple[int, int, int]
-_STAMP_PARTS = 3
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """What the index knows of one note: its metadata and its file's stamp."""
-
-    info: NoteInfo
-    stamp: _Stamp
-
-    def to_json(self) -> dict[str, Any]:
-        data = self.info.to_dict()
-        data["file"] = f"{self.info.id}{_NOTE_SUFFIX}"
-        data["stamp"] = list(self.stamp)
-        return data
-
-    @classmethod
-    def from_json(cls, data: object) -> _Entry:
-        """Read an index entry; raises `ValueError` (or a subclass) if malformed."""
-        if not isinstance(data, dict):
-            msg = "index entry is not an object"
-            raise TypeError(msg)
-        stamp = data.get("stamp")
-        if (
-            not isinstance(stamp, list)
-            or len(stamp) != _STAMP_PARTS
-            or not all(isinstance(part, int) for part in stamp)
-        ):
-            msg = "index entry has no valid file stamp"
-            raise ValueError(msg)
-        return cls(Note.from_dict(data).info(), (stamp[0], stamp[1], stamp[2]))
-
 
 class _NeedsExclusiveLock(Exception):  # noqa: N818 - a signal, not an error
     """The index must be repaired, which a reader holding a shared lock may not do."""
-
-
-class _CorruptJournal(Exception):  # noqa: N818 - a signal, not an error
-    """The journal has an unreadable line: rebuild from the note files."""
-
-
-def _stamp(st: os.stat_result) -> _Stamp:
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 class FileNoteStore(NoteStore):
@@ -697,55 +655,20 @@ class FileNoteStore(NoteStore):
 
     def _write_atomic(self, name: str, data: bytes) -> _Stamp:
         """Replace the workspace file `name` with `data`: temporary file, fsync, rename."""
-        tmp = os.path.join(self._root, f"{_TMP_PREFIX}{secrets.token_hex(8)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-                stamp = _stamp(os.fstat(fd))
-            finally:
-                os.close(fd)
-            # Renaming over a symbolic link replaces the link, never what it points to.
-            os.replace(tmp, os.path.join(self._root, name))
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        self._fsync_dir()
-        return stamp
+        return write_atomic(self._root, name, data)
 
     def _fsync_dir(self) -> None:
         """Make renames and deletions in the workspace durable."""
-        fd = os.open(self._root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(self._root)
 
     def _dir_mtime(self) -> int:
         return os.stat(self._root).st_mtime_ns
 
     def _file_stamp(self, name: str) -> _Stamp | None:
-        try:
-            info = os.lstat(os.path.join(self._root, name))
-        except FileNotFoundError:
-            return None
-        return _stamp(info) if stat.S_ISREG(info.st_mode) else None
+        return file_stamp(self._root, name)
 
     def _read_bytes(self, name: str) -> bytes | None:
-        try:
-            fd = os.open(os.path.join(self._root, name), os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
-        except OSError:
-            return None
-        with open(fd, "rb") as file:
-            return file.read()
-
-
-def _info_fields(info: NoteInfo) -> dict[str, Any]:
-    return {field.name: getattr(info, field.name) for field in dataclasses.fields(NoteInfo)}
+        return read_bytes(self._root, name)
 
 
 def _not_found(note_id: str) -> NoteNotFoundError:

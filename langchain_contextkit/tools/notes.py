@@ -1,19 +1,20 @@
-"""`NoteTool`: structured notes an agent keeps up to date, and `NoteSource` to feed them back.
+"""`NoteTool`: structured notes an agent keeps up to date.
 
 An agent records what it must not forget (the state of a task, a conclusion, a blocker,
 the next action) with `NoteTool`, and *updates* those notes as things change, so each
 stays the one authoritative record instead of piling up contradicting entries.
-`NoteSource` puts the relevant notes, open blockers first, into the context the builder
-assembles, under the same token budget as every other source.
+[`NoteSource`][langchain_contextkit.sources.notes.NoteSource] feeds them back into the
+context, open blockers first.
 
-Both are thin adapters over a [`NoteStore`][langchain_contextkit.notes.NoteStore]: the
+The tool is a thin adapter over a [`NoteStore`][langchain_contextkit.notes.NoteStore]: the
 storage, validation and ranking live in `langchain_contextkit.notes`.
 
 ```python
 import tempfile
 
 from langchain_contextkit.notes import FileNoteStore
-from langchain_contextkit.tools.notes import NoteSource, NoteTool
+from langchain_contextkit.tools.notes import NoteTool
+from langchain_contextkit.sources.notes import NoteSource
 
 with tempfile.TemporaryDirectory() as workspace:
     store = FileNoteStore(workspace)
@@ -51,11 +52,9 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
 from langchain_contextkit.errors import ConfigError, NoteError
-from langchain_contextkit.mmr import RetrievalResult
-from langchain_contextkit.notes.base import NoteStore
 from langchain_contextkit.notes.file_store import FileNoteStore
 from langchain_contextkit.notes.model import DEFAULT_MAX_NOTES, NOTE_TYPES, Note, NoteInfo, NoteType
-from langchain_contextkit.sources import ContextSource, Scope
+from langchain_contextkit.notes.store import NoteStore  # noqa: TC001 - a field's type
 
 if TYPE_CHECKING:
     import os
@@ -64,12 +63,11 @@ if TYPE_CHECKING:
     from langchain_core.callbacks import (
         AsyncCallbackManagerForToolRun,
         CallbackManagerForToolRun,
-        Callbacks,
     )
 
     from langchain_contextkit.notes.model import NoteHit, NoteSummary
 
-__all__ = ["NoteSource", "NoteTool", "NoteToolError", "NoteToolInput"]
+__all__ = ["NoteTool", "NoteToolError", "NoteToolInput"]
 
 NoteAction = Literal["create", "read", "update", "delete", "list", "search", "summary"]
 
@@ -427,124 +425,3 @@ def _summarised(summary: NoteSummary) -> tuple[str, dict[str, Any]]:
 
 
 # -- notes as a context source ---------------------------------------------------------
-
-
-class NoteSource(ContextSource):
-    """A context source that supplies notes: open blockers first, then relevant notes.
-
-    Each fetch takes the `max_blockers` most recently updated `blocker` notes (a blocker
-    matters whatever the question), then the notes most relevant to the query (BM25),
-    without duplicates, at most `k` in all. Each result's content is the note rendered
-    with its type and title; its metadata holds the note's id, type, tags and update time.
-    The scope is not used: choose the store (or namespace) per user or thread instead.
-
-    ```python
-    from langgraph.store.memory import InMemoryStore
-
-    from langchain_contextkit.notes import StoreNoteStore
-    from langchain_contextkit.tools.notes import NoteSource
-
-    store = StoreNoteStore(InMemoryStore())
-    store.create(title="Refactor plan", content="Refactor the models first.")
-    store.create(title="CI is red", content="Tests time out.", note_type="blocker")
-    for result in NoteSource(name="notes", store=store, k=2).fetch("refactor"):
-        print(result.metadata["note_type"], result.content.splitlines()[0])
-    # blocker [blocker] CI is red
-    # general [general] Refactor plan
-    ```
-    """
-
-    store: NoteStore
-    """Where the notes live."""
-
-    k: int | None = 5
-    """Maximum number of notes per fetch (blockers included); `None` for no cap."""
-
-    max_blockers: int = 2
-    """Most recent blocker notes put first whatever the query; 0 to rank blockers like
-    any other note."""
-
-    def __init__(self, **data: Any) -> None:  # noqa: ANN401 - the model's fields
-        """Check the fields, then build the source.
-
-        Args:
-            **data: `name`, `store`, and optionally `k`, `max_blockers`, `tags`,
-                `metadata`.
-
-        Raises:
-            ConfigError: If `store` is not a `NoteStore`, `max_blockers` is negative, or
-                `name` / `k` is invalid.
-        """
-        store = data.get("store")
-        if not isinstance(store, NoteStore):
-            msg = f"store must be a NoteStore, got {type(store).__name__}"
-            raise ConfigError(msg)
-        blockers = data.get("max_blockers", 2)
-        if isinstance(blockers, bool) or not isinstance(blockers, int) or blockers < 0:
-            msg = f"max_blockers must be an integer >= 0, got {blockers!r}"
-            raise ConfigError(msg)
-        super().__init__(**data)
-
-    def fetch(
-        self,
-        query: str,
-        scope: Scope | None = None,  # noqa: ARG002 - notes are scoped by store, not run
-        *,
-        callbacks: Callbacks = None,  # noqa: ARG002 - the store makes no LangChain runs
-    ) -> list[RetrievalResult]:
-        """Return blockers first, then the notes most relevant to `query`.
-
-        Args:
-            query: What the run is about.
-            scope: Ignored (see the class docstring).
-            callbacks: Ignored: reading notes starts no LangChain run.
-
-        Returns:
-            At most `k` results labelled with this source's name.
-        """
-        limit = self.k or _MAX_LIMIT
-        pinned = []
-        if self.max_blockers:
-            blockers = self.store.search("", note_type="blocker", limit=self.max_blockers)
-            pinned = [hit.note for hit in blockers]
-        hits = self.store.search(query, limit=limit)
-        return self._results(pinned, [hit.note for hit in hits], limit)
-
-    async def afetch(
-        self,
-        query: str,
-        scope: Scope | None = None,  # noqa: ARG002
-        *,
-        callbacks: Callbacks = None,  # noqa: ARG002
-    ) -> list[RetrievalResult]:
-        """Async twin of `fetch`, through the store's async methods."""
-        limit = self.k or _MAX_LIMIT
-        pinned = []
-        if self.max_blockers:
-            blockers = await self.store.asearch("", note_type="blocker", limit=self.max_blockers)
-            pinned = [hit.note for hit in blockers]
-        hits = await self.store.asearch(query, limit=limit)
-        return self._results(pinned, [hit.note for hit in hits], limit)
-
-    def _results(self, pinned: list[Note], ranked: list[Note], limit: int) -> list[RetrievalResult]:
-        """Blockers, then ranked notes, without duplicates; scored by rank."""
-        seen: set[str] = set()
-        notes = []
-        for note in [*pinned, *ranked]:
-            if note.id not in seen:
-                seen.add(note.id)
-                notes.append(note)
-        return [
-            RetrievalResult(
-                content=f"[{note.type}] {note.title}\n{note.content}",
-                score=1.0 / (rank + 1),
-                source=self.name,
-                metadata={
-                    "note_id": note.id,
-                    "note_type": note.type,
-                    "tags": list(note.tags),
-                    "updated_at": note.to_dict()["updated_at"],
-                },
-            )
-            for rank, note in enumerate(notes[:limit])
-        ]

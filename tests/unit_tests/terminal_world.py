@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_contextkit.tools._terminal_exec import find_bwrap, sandbox_works
+from langchain_contextkit.tools.terminal._exec import find_bwrap, sandbox_works
 
 _PAY = '''"""Card payments."""
 

@@ -7,15 +7,8 @@ from hypothesis import strategies as st
 from langchain_core.language_models import GenericFakeChatModel
 
 from langchain_contextkit import ConfigError
-from langchain_contextkit.budget import (
-    DEFAULT_SOURCE_RATIOS,
-    ContextConfig,
-    SourceDemand,
-    WindowBudget,
-    WindowBudgetConfig,
-    allocate,
-    model_limits,
-)
+from langchain_contextkit.budget import DEFAULT_SOURCE_RATIOS, ContextConfig, SourceDemand, allocate
+from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig, model_limits
 
 # --- ContextConfig ----------------------------------------------------------------------
 

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_contextkit import _build, _demo, cli, tokens
-from langchain_contextkit._demo_model import ChosenModel
+from langchain_contextkit import cli, tokens
+from langchain_contextkit.cli import build as _build
 from langchain_contextkit.cli import main
-from langchain_contextkit.docs_source import DEFAULT_CHUNK_TOKENS
+from langchain_contextkit.cli.demo import run as _demo
+from langchain_contextkit.cli.demo.model import ChosenModel
+from langchain_contextkit.sources.chunking import DEFAULT_CHUNK_TOKENS
 from langchain_contextkit.testing import ScriptedChatModel
 
 EXPENSES = """\

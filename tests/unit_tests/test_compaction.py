@@ -26,7 +26,7 @@ from langchain_contextkit import (
     count_tokens,
     find_message_problems,
 )
-from langchain_contextkit.compaction import RECAP_ID_PREFIX
+from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX
 from langchain_contextkit.testing import ScriptedChatModel
 
 REFUND_RECAP = "The user asked how to get a refund and was told to check Settings > Billing."
@@ -175,7 +175,7 @@ def test_failing_llm_falls_back_to_the_extractive_summary(
         AIMessage("You're welcome."),
     ]
     compactor = HistoryCompactor(None, keep_recent=2, trigger_tokens=10)
-    with caplog.at_level(logging.WARNING, logger="langchain_contextkit.compaction"):
+    with caplog.at_level(logging.WARNING, logger="langchain_contextkit.compaction.compactor"):
         result = compactor.compact_view(history, summarize=broken)
     assert result.compacted
     assert result.summarizer == "extractive"

@@ -18,7 +18,7 @@ from langchain_contextkit import (
     count_message_tokens,
     find_message_problems,
 )
-from langchain_contextkit.compaction import RECAP_ID_PREFIX
+from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX
 from langchain_contextkit.testing import ScriptedChatModel
 
 
@@ -48,8 +48,8 @@ def test_view_mode_keeps_full_history_and_extends_the_summary() -> None:
     covered: list[int] = []
     for turn in range(12):
         state = graph.invoke({"messages": [HumanMessage(turn_text(turn))]}, config)
-        if state["running_summary"]:
-            covered.append(state["running_summary"]["covered"])
+        if state["contextkit_summary"]:
+            covered.append(state["contextkit_summary"]["covered"])
     # The full history is intact in the checkpoint.
     assert len(state["messages"]) == 24
     assert [m.text for m in state["messages"][::2]] == [turn_text(t) for t in range(12)]
@@ -80,7 +80,7 @@ def test_view_mode_persists_summary_between_graph_instances_via_checkpointer() -
     config = {"configurable": {"thread_id": "t2"}}
     for turn in range(6):
         state = make().invoke({"messages": [HumanMessage(turn_text(turn))]}, config)
-    summary = state["running_summary"]
+    summary = state["contextkit_summary"]
     assert summary is not None
     assert summary["covered"] > 0
     assert summary["last_id"] == state["messages"][summary["covered"] - 1].id
@@ -150,8 +150,8 @@ def test_tools_and_system_prompt_count_towards_the_trigger() -> None:
     with_tools = compaction_node(
         compactor, tools=[lookup_locker], system_prompt="You manage lockers."
     ).invoke(history)
-    assert plain["running_summary"] is None
-    assert with_tools["running_summary"] is not None
+    assert plain["contextkit_summary"] is None
+    assert with_tools["contextkit_summary"] is not None
 
 
 def test_model_window_becomes_a_hard_ceiling() -> None:

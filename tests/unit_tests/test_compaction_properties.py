@@ -19,11 +19,16 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_contextkit.compaction import (
+from langchain_contextkit.compaction.compactor import (
     RECAP_ID_PREFIX,
     CompactionResult,
     HistoryCompactor,
     RunningSummary,
+)
+from langchain_contextkit.compaction.summarizers import (
+    NEW_MESSAGES_LABEL,
+    PREVIOUS_SUMMARY_LABEL,
+    render_transcript,
 )
 from langchain_contextkit.errors import ContextWindowExceeded
 from langchain_contextkit.messages import (
@@ -31,11 +36,6 @@ from langchain_contextkit.messages import (
     message_costs,
     split_system,
     unit_starts,
-)
-from langchain_contextkit.summarizers import (
-    NEW_MESSAGES_LABEL,
-    PREVIOUS_SUMMARY_LABEL,
-    render_transcript,
 )
 from langchain_contextkit.tokens import count_message_tokens, count_tokens
 

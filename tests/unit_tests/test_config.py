@@ -7,11 +7,12 @@ import yaml
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from langchain_contextkit.budget import ContextConfig, WindowBudgetConfig
-from langchain_contextkit.compaction import CompactionConfig
+from langchain_contextkit.budget import ContextConfig
+from langchain_contextkit.compaction.compactor import CompactionConfig
 from langchain_contextkit.config import ContextKitConfig
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.reducers import ReducerConfig
+from langchain_contextkit.reducers.base import ReducerConfig
+from langchain_contextkit.window_budget import WindowBudgetConfig
 
 CUSTOM = ContextKitConfig(
     context=ContextConfig(

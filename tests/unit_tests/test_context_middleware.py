@@ -24,11 +24,12 @@ from langchain_contextkit import (
     count_tool_tokens,
     find_message_problems,
 )
-from langchain_contextkit.graph import ContextGraphState, context_node
-from langchain_contextkit.middleware import LEDGER_KEY
+from langchain_contextkit.agents.assembler import RETRIEVAL_ID, WindowAssembler
+from langchain_contextkit.agents.ledger import CallLedger
+from langchain_contextkit.agents.middleware import LEDGER_KEY
+from langchain_contextkit.agents.nodes import ContextGraphState, context_node
 from langchain_contextkit.notes import StoreNoteStore
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.window import RETRIEVAL_ID, CallLedger, WindowAssembler
 
 SYSTEM = "You are the on-call assistant. Answer from the runbook and the tools."
 
@@ -198,9 +199,9 @@ def test_context_node_in_a_state_graph() -> None:
         state = graph.invoke(
             {"messages": [HumanMessage(f"Turn {turn}: restart ingest {turn}? " * 3)]}, config
         )
-    assert len(state["context_ledger"]) == 5  # capped
-    assert state["context_ledger"][-1]["call"] == 12
-    assert state["running_summary"] is not None
+    assert len(state["contextkit_ledger"]) == 5  # capped
+    assert state["contextkit_ledger"][-1]["call"] == 12
+    assert state["contextkit_summary"] is not None
     assert len(state["messages"]) == 24
     for request in model.requests:
         assert request[0].text == SYSTEM

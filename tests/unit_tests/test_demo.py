@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_contextkit import _demo
-from langchain_contextkit._demo_model import ChosenModel, choose_model
-from langchain_contextkit._demo_project import copy_project
-from langchain_contextkit._demo_script import FACTS, TURNS, scripted_reply
+from langchain_contextkit.agents.ledger import LEGEND
 from langchain_contextkit.cli import main
-from langchain_contextkit.docs_source import DocsSource
+from langchain_contextkit.cli.demo import run as _demo
+from langchain_contextkit.cli.demo.model import ChosenModel, choose_model
+from langchain_contextkit.cli.demo.project import copy_project
+from langchain_contextkit.cli.demo.script import FACTS, TURNS, scripted_reply
+from langchain_contextkit.sources.docs import DocsSource
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.window import LEGEND
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -140,7 +140,7 @@ def test_scripted_agent_answers_every_turn_from_the_request_alone() -> None:
 
 
 def test_the_sample_project_ships_as_package_data(tmp_path: Path) -> None:
-    bundled = resources.files("langchain_contextkit") / "demo_project"
+    bundled = resources.files("langchain_contextkit.cli.demo") / "demo_project"
     assert bundled.is_dir()
     assert copy_project(tmp_path) == PROJECT_FILES
     lines = sum(len((tmp_path / name).read_text().splitlines()) for name in PROJECT_FILES)

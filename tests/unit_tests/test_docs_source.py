@@ -5,22 +5,12 @@ from pathlib import Path
 import pytest
 
 from langchain_contextkit import ContextBuilder, ContextConfig
-from langchain_contextkit._fts import (
-    SearchUnavailableError,
-    connect,
-    index_text,
-    match_expression,
-    query_terms,
-)
-from langchain_contextkit.docs_source import (
-    DocChunk,
-    DocsIndex,
-    DocsSource,
-    load_folder,
-    split_document,
-)
-from langchain_contextkit.errors import ConfigError
+from langchain_contextkit._fts import connect, index_text, match_expression, query_terms
+from langchain_contextkit.errors import ConfigError, SearchUnavailableError
 from langchain_contextkit.notes import _search
+from langchain_contextkit.sources.chunking import DocChunk, split_document
+from langchain_contextkit.sources.docs import DocsIndex, DocsSource
+from langchain_contextkit.sources.folder import load_folder
 from langchain_contextkit.tokens import count_tokens
 
 ENGLISH = " ".join(

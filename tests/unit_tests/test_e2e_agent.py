@@ -44,15 +44,15 @@ from langchain_contextkit import (
     TerminalTool,
     tiktoken_counter,
 )
-from langchain_contextkit.middleware import LEDGER_KEY
-from langchain_contextkit.testing_openai import (
+from langchain_contextkit.agents.ledger import CallLedger
+from langchain_contextkit.agents.middleware import LEDGER_KEY
+from langchain_contextkit.testing.openai_stub import (
     OpenAIStub,
     Reply,
     RequestRecord,
     ToolCall,
     content_text,
 )
-from langchain_contextkit.window import CallLedger
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

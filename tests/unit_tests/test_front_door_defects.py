@@ -40,11 +40,12 @@ from langchain_contextkit import (
     reduce_plan_sync,
     reducer_node,
 )
-from langchain_contextkit.builder import BudgetedRetriever
-from langchain_contextkit.graph import ContextGraphState
+from langchain_contextkit.agents.nodes import ContextGraphState
+from langchain_contextkit.builder.retriever import BudgetedRetriever
 from langchain_contextkit.notes.file_store import INDEX_FILE, JOURNAL_FILE
+from langchain_contextkit.sources.notes import NoteSource
 from langchain_contextkit.testing import ScriptedChatModel, ScriptedLLM
-from langchain_contextkit.tools import NoteSource, NoteTool, TerminalTool
+from langchain_contextkit.tools import NoteTool, TerminalTool
 
 if TYPE_CHECKING:
     from pathlib import Path

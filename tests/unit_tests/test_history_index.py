@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_contextkit import count_message_tokens, count_tokens
-from langchain_contextkit._history_index import HistoryIndex
-from langchain_contextkit._recap_grid import prefix_digests
+from langchain_contextkit.compaction._history_index import HistoryIndex
+from langchain_contextkit.compaction._recap_grid import prefix_digests
 from langchain_contextkit.messages import message_costs, unit_starts
 
 texts = st.text(alphabet=st.sampled_from(list("ab 12 é 你 \n")), max_size=30)

@@ -19,13 +19,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
 
 from langchain_contextkit import ContextKitMiddleware, PromptRegistry, count_tokens
-from langchain_contextkit._chunked_summary import (
+from langchain_contextkit.compaction._chunked_summary import (
     pack_chunks,
     run_async,
     run_sync,
     summary_requests,
 )
-from langchain_contextkit.testing_openai import OpenAIStub, Reply, content_text
+from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, content_text
 
 WINDOW = 4_000
 FACT = re.compile(r"FACT-[A-Z]: [a-z ]+\d+")
@@ -158,7 +158,7 @@ async def test_a_reducers_llm_summary_is_chunked_to_the_models_window() -> None:
     from langchain_core.messages import ToolMessage
 
     from langchain_contextkit import count_message_tokens, reduce_agent
-    from langchain_contextkit.summarizers import summarizer_from_llm
+    from langchain_contextkit.compaction.summarizers import summarizer_from_llm
     from langchain_contextkit.testing import ScriptedChatModel
 
     def summarise(messages: list[BaseMessage]) -> AIMessage:

@@ -17,7 +17,8 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_contextkit import _mmr_greedy, _mmr_matrix, mmr
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.mmr import MMRRanking, RetrievalResult, mmr_select
+from langchain_contextkit.mmr import MMRRanking, mmr_select
+from langchain_contextkit.retrieval import RetrievalResult
 
 NO_DEDUP = 1.01
 

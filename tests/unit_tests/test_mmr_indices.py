@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.mmr import RetrievalResult, mmr_indices, mmr_select
+from langchain_contextkit.mmr import mmr_indices, mmr_select
+from langchain_contextkit.retrieval import RetrievalResult
 
 NO_DEDUP = 1.01
 LAMBDAS = [0.0, 0.3, 0.7, 1.0]

@@ -35,8 +35,8 @@ from langchain_contextkit import (
     context_node,
     find_message_problems,
 )
-from langchain_contextkit.middleware import LEDGER_KEY
-from langchain_contextkit.offload import offload_key
+from langchain_contextkit.agents.middleware import LEDGER_KEY
+from langchain_contextkit.agents.offload import offload_key
 from langchain_contextkit.testing import ScriptedChatModel
 
 if TYPE_CHECKING:
@@ -531,7 +531,7 @@ TURNS = 6
 
 
 def _stub_script() -> Callable[[str, list[dict[str, Any]]], Any]:
-    from langchain_contextkit.testing_openai import Reply, ToolCall, content_text
+    from langchain_contextkit.testing.openai_stub import Reply, ToolCall, content_text
 
     ids = itertools.count(1)  # unique call ids, whatever compaction leaves in the request
 
@@ -554,7 +554,7 @@ def _stub_script() -> Callable[[str, list[dict[str, Any]]], Any]:
 def test_openai_stub_small_window_no_400_and_fits(tmp_path: Path) -> None:
     pytest.importorskip("langchain_openai")
     from langchain_contextkit import tiktoken_counter
-    from langchain_contextkit.testing_openai import OpenAIStub
+    from langchain_contextkit.testing.openai_stub import OpenAIStub
 
     terminal = TerminalTool(tmp_path, sandbox="none", max_output_chars=2_000)
     with OpenAIStub(_stub_script(), window=STUB_WINDOW) as stub:
@@ -597,4 +597,4 @@ def test_context_node_offloads_too(tmp_path: Path) -> None:
     )
     out = node.invoke({"messages": _conversation("fetch", "c1")})
     assert POINTER in out["llm_input_messages"][-1].text
-    assert out["context_ledger"][-1]["offloaded"] == 1
+    assert out["contextkit_ledger"][-1]["offloaded"] == 1

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_openai import ChatOpenAI
 
 from langchain_contextkit import count_message_tokens, tiktoken_counter
-from langchain_contextkit.testing_openai import (
+from langchain_contextkit.testing.openai_stub import (
     CACHE_MIN_TOKENS,
     CACHE_STEP_TOKENS,
     OpenAIStub,

@@ -35,11 +35,11 @@ from langchain_contextkit import (
     count_tokens,
     tiktoken_counter,
 )
-from langchain_contextkit._overflow import overflow_of
+from langchain_contextkit.agents._overflow import overflow_of
+from langchain_contextkit.agents.middleware import LEDGER_KEY
 from langchain_contextkit.calibration import CALIBRATION_KEY, Calibration, learn_from_history
-from langchain_contextkit.middleware import LEDGER_KEY
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.testing_openai import OpenAIStub, Reply, ToolCall, content_text
+from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall, content_text
 from langchain_contextkit.tokens import TiktokenCounter
 
 WINDOW = 4_000
@@ -321,7 +321,7 @@ def test_a_refused_call_is_reassembled_smaller_and_sent_once_more() -> None:
 def test_a_calibrated_ledger_divides_the_window_and_speaks_provider_tokens() -> None:
     from langchain_core.messages import SystemMessage
 
-    from langchain_contextkit.window import WindowAssembler
+    from langchain_contextkit.agents.assembler import WindowAssembler
 
     history: list[Any] = []
     for n in range(60):

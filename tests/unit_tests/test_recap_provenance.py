@@ -5,8 +5,8 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_contextkit import HistoryCompactor
-from langchain_contextkit.facts import salient_facts
-from langchain_contextkit.summarizers import (
+from langchain_contextkit.compaction.facts import salient_facts
+from langchain_contextkit.compaction.summarizers import (
     ExtractiveSummarizer,
     compose_extension,
     render_transcript,

@@ -24,23 +24,20 @@ from langchain_contextkit import (
     count_tokens,
     find_message_problems,
 )
-from langchain_contextkit.graph import reducer_node
-from langchain_contextkit.reducers import (
-    REDUCERS,
-    ReducerConfig,
-    reduce_agent,
-    reduce_plan,
-    reduce_reflection,
-    tokens_of,
-)
-from langchain_contextkit.summarizers import summarizer_from_llm
-from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.trajectories import (
+from langchain_contextkit.agents.nodes import reducer_node
+from langchain_contextkit.compaction.summarizers import summarizer_from_llm
+from langchain_contextkit.reducers import REDUCERS
+from langchain_contextkit.reducers.agent import reduce_agent
+from langchain_contextkit.reducers.base import ReducerConfig, tokens_of
+from langchain_contextkit.reducers.plan import reduce_plan
+from langchain_contextkit.reducers.reflection import reduce_reflection
+from langchain_contextkit.reducers.trajectories import (
     PlanStep,
     PlanTrajectory,
     ReflectionRound,
     ReflectionTrajectory,
 )
+from langchain_contextkit.testing import ScriptedChatModel
 
 # -- shared ---------------------------------------------------------------------------
 

@@ -26,19 +26,21 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-import langchain_contextkit.facts as facts_module
+import langchain_contextkit.compaction.facts as facts_module
+from langchain_contextkit.compaction.facts import conclusion_sentences, fact_tokens, normalised
+from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer, summarizer_from_llm
 from langchain_contextkit.errors import ContextWindowExceeded
-from langchain_contextkit.facts import conclusion_sentences, fact_tokens, normalised
 from langchain_contextkit.messages import find_message_problems, split_system, unit_starts
-from langchain_contextkit.reducers import reduce_agent, reduce_plan, reduce_reflection
-from langchain_contextkit.summarizers import ExtractiveSummarizer, summarizer_from_llm
-from langchain_contextkit.tokens import count_message_tokens, count_tokens
-from langchain_contextkit.trajectories import (
+from langchain_contextkit.reducers.agent import reduce_agent
+from langchain_contextkit.reducers.plan import reduce_plan
+from langchain_contextkit.reducers.reflection import reduce_reflection
+from langchain_contextkit.reducers.trajectories import (
     PlanStep,
     PlanTrajectory,
     ReflectionRound,
     ReflectionTrajectory,
 )
+from langchain_contextkit.tokens import count_message_tokens, count_tokens
 
 # --- text with planted facts ---------------------------------------------------------------
 
@@ -515,7 +517,7 @@ async def test_reduce_agent_falls_back_to_the_extractive_summary(
     messages = _long_loop()
     budget = count_message_tokens(messages) // 2
     expected = await reduce_agent(messages, budget)
-    with caplog.at_level(logging.WARNING, logger="langchain_contextkit.reducers"):
+    with caplog.at_level(logging.WARNING, logger="langchain_contextkit.reducers.base"):
         out = await reduce_agent(messages, budget, summarize)
     assert out == expected
     assert "INV-1000" in str(out[2].content)

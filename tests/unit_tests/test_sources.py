@@ -1,4 +1,4 @@
-"""Tests for `langchain_contextkit.sources`."""
+"""Tests for `langchain_contextkit.sources.base`."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 from pydantic import Field
 
-from langchain_contextkit import sources
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.mmr import RetrievalResult
-from langchain_contextkit.sources import CallableSource, ContextSource, RetrieverSource, Scope
+from langchain_contextkit.retrieval import RetrievalResult
+from langchain_contextkit.sources import base as sources
+from langchain_contextkit.sources.base import ContextSource, Scope
+from langchain_contextkit.sources.callable import CallableSource
+from langchain_contextkit.sources.retriever import RetrieverSource
 
 TEXTS = [
     "Meals are capped at 80 per day, no receipt needed.",

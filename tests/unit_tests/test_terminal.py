@@ -17,8 +17,8 @@ from terminal_world import HAS_GAWK, HAS_TREE, MODES, World, build_world, proces
 import langchain_contextkit
 from langchain_contextkit import ConfigError, TerminalTool
 from langchain_contextkit.tools import DEFAULT_READ_ONLY
-from langchain_contextkit.tools._terminal_exec import run_pipeline
-from langchain_contextkit.tools.terminal import TerminalCommandError
+from langchain_contextkit.tools.terminal._exec import run_pipeline
+from langchain_contextkit.tools.terminal.tool import TerminalCommandError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -342,7 +342,7 @@ def test_env_extra_variables_are_passed(tmp_path: Path) -> None:
 
 
 def test_bwrap_mode_needs_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_contextkit.tools import _terminal_config
+    from langchain_contextkit.tools.terminal import _config as _terminal_config
 
     monkeypatch.setattr(_terminal_config, "find_bwrap", lambda: None)
     with pytest.raises(ConfigError, match="not installed"):
@@ -351,14 +351,14 @@ def test_bwrap_mode_needs_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_missing_command_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_contextkit.tools import _terminal_config
+    from langchain_contextkit.tools.terminal import _config as _terminal_config
 
     real = _terminal_config.executable_for
     monkeypatch.setattr(
         _terminal_config, "executable_for", lambda name: None if name == "tree" else real(name)
     )
     monkeypatch.setattr(
-        langchain_contextkit.tools.terminal,
+        langchain_contextkit.tools.terminal.tool,
         "executable_for",
         _terminal_config.executable_for,
     )
@@ -432,7 +432,7 @@ def test_limits_without_prlimit_use_preexec(world: World) -> None:
 def test_other_platforms_are_refused_at_construction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_contextkit.tools import _terminal_config
+    from langchain_contextkit.tools.terminal import _config as _terminal_config
 
     monkeypatch.setattr(_terminal_config.sys, "platform", "darwin")
     with pytest.raises(ConfigError, match="Linux only"):

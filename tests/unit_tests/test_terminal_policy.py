@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_contextkit.tools._terminal_commands import COMMANDS
-from langchain_contextkit.tools._terminal_exec import CappedText
-from langchain_contextkit.tools._terminal_lex import Refusal, Word, split_pipeline
-from langchain_contextkit.tools._terminal_paths import Workspace
-from langchain_contextkit.tools._terminal_policy import check_find, check_stage
+from langchain_contextkit.tools.terminal._commands import COMMANDS
+from langchain_contextkit.tools.terminal._exec import CappedText
+from langchain_contextkit.tools.terminal._lex import Refusal, Word, split_pipeline
+from langchain_contextkit.tools.terminal._paths import Workspace
+from langchain_contextkit.tools.terminal._policy import check_find, check_stage
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_contextkit import _token_model as model
+from langchain_contextkit import _token_estimate as model
 from langchain_contextkit import count_each, count_tokens, tiktoken_counter
 
 # Letters of every class the model splits: cheap and rare accents, Cyrillic with its

@@ -19,7 +19,7 @@ from langchain_contextkit import (
     count_tool_tokens,
     tiktoken_counter,
 )
-from langchain_contextkit import _token_model as model
+from langchain_contextkit import _token_estimate as model
 from langchain_contextkit import tokens as tokens_module
 
 # Text that mixes every class the model knows, for the property tests.

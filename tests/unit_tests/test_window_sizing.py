@@ -34,10 +34,10 @@ from langchain_contextkit import (
     count_message_tokens,
     find_message_problems,
 )
-from langchain_contextkit.compaction import DEFAULT_TRIGGER_TOKENS, RECAP_ID_PREFIX
-from langchain_contextkit.middleware import LEDGER_KEY, SUMMARY_KEY
+from langchain_contextkit.agents.assembler import RETRIEVAL_ID, WindowAssembler
+from langchain_contextkit.agents.middleware import LEDGER_KEY, SUMMARY_KEY
+from langchain_contextkit.compaction.compactor import DEFAULT_TRIGGER_TOKENS, RECAP_ID_PREFIX
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.window import RETRIEVAL_ID, WindowAssembler
 
 SYSTEM = "You are the support agent of a parcel service. " * 30
 VIEW_INSTRUCTION = "Pause the task. Write a summary"
@@ -372,15 +372,15 @@ def _long_history(turns: int) -> list[BaseMessage]:
 
 @pytest.mark.parametrize("window", [128_000, 3_000])
 def test_the_nodes_size_a_default_compactor_by_the_models_window(window: int) -> None:
-    from langchain_contextkit.graph import compaction_node, context_node
+    from langchain_contextkit.agents.nodes import compaction_node, context_node
 
     model = ScriptedChatModel(responses=[], profile={"max_input_tokens": window})
     history = _long_history(60)  # ~7k tokens
     compacted = compaction_node(HistoryCompactor(), model=model).invoke({"messages": history})
     assembled = context_node(model=model).invoke({"messages": [*history, HumanMessage("Hi")]})
     if window == 128_000:  # far below the marks: nothing is summarised
-        assert compacted["running_summary"] is None
-        assert assembled["running_summary"] is None
+        assert compacted["contextkit_summary"] is None
+        assert assembled["contextkit_summary"] is None
         assert len(compacted["llm_input_messages"]) == len(history)
     else:  # over the room's high mark: compacted, the recap within 10% of the room
         for update in (compacted, assembled):
@@ -390,4 +390,4 @@ def test_the_nodes_size_a_default_compactor_by_the_models_window(window: int) ->
             assert count_message_tokens([recap]) <= window // 10
     # An explicit trigger still wins over the window.
     explicit = compaction_node(HistoryCompactor(trigger_tokens=500), model=model)
-    assert explicit.invoke({"messages": history})["running_summary"] is not None
+    assert explicit.invoke({"messages": history})["contextkit_summary"] is not None

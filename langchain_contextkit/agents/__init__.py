@@ -1,0 +1,3 @@
+"""The LangChain / LangGraph adapters: window assembler and ledger, middleware, graph nodes."""
+
+__all__: list[str] = []

@@ -1,0 +1,635 @@
+"""One ledger per model call: lay a request out under the window, cache-first.
+
+`WindowAssembler` is what `ContextKitMiddleware` and `context_node` run before every
+model call. From the model's window it computes the call's `WindowBudget` (output
+reserve, measured system prompt and tool schemas), builds the retrieval block from the
+configured sources within `rag_budget`, then fits the conversation into what is left:
+
+- the *current turn* (the latest human message and the agent's work on it) stays, and a
+  long tool loop inside it is reduced with `reduce_agent` (the question is its task);
+- the *history* before it is compacted by `HistoryCompactor` (running summary kept),
+  sized by the ledger: the history's room is the trajectory budget, and a compactor left
+  at its default trigger compacts at the room's high-water mark down to its low one;
+
+and lays the request out cache-first: `[system][recap][older turns verbatim][retrieval
+block][current turn]`. Everything before the retrieval block changes only when a
+compaction does, so each request extends the previous one byte for byte up to its
+dynamic tail, and the provider's prompt cache serves it; the block sits next to the
+question it was retrieved for, and the question stays last (seed 004's golden
+positions). The block is a human message: Anthropic rejects, and Gemini hoists, a system
+message in the middle of a conversation. Every call's ledger says where each token went;
+the request never exceeds the window minus the output reserve, or
+`ContextWindowExceeded` is raised and nothing is sent.
+
+Over 500 lines on purpose: `WindowAssembler` is one class whose methods are the steps of
+one request's layout.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from langchain_contextkit._async import run_sync
+from langchain_contextkit.agents.ledger import Anchor, CallLedger
+from langchain_contextkit.agents.offload import (
+    OffloadConfig,
+    OffloadOutcome,
+    OffloadStore,
+    ToolResultOffloader,
+    with_offload_tally,
+)
+from langchain_contextkit.budget import ContextConfig
+from langchain_contextkit.builder.runnable import ContextBuilder
+from langchain_contextkit.compaction.compactor import (
+    RECAP_ID_PREFIX,
+    AViewSummarize,
+    CompactionResult,
+    HistoryCompactor,
+    RunningSummary,
+    ViewSummarize,
+)
+from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
+from langchain_contextkit.messages import (
+    CleanScan,
+    find_message_problems,
+    resume_scan,
+    split_system,
+)
+from langchain_contextkit.reducers.agent import reduce_agent
+from langchain_contextkit.sources.notes import NoteSource
+from langchain_contextkit.tokens import (
+    TokenCounter,
+    count_fixed_tokens,
+    count_message_tokens,
+    count_tokens,
+)
+from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_contextkit.calibration import Calibration
+    from langchain_contextkit.notes import NoteStore
+    from langchain_contextkit.sources.base import ContextSource
+
+__all__ = [
+    "RETRIEVAL_ID",
+    "WindowAssembler",
+    "WindowAssembly",
+]
+
+RETRIEVAL_ID = "contextkit-retrieval"
+"""Id of the retrieval-block message, so it is recognised (and never stored as history)."""
+_ID = operator.attrgetter("id")
+
+_REPLY_PRIMING = 3
+
+
+@dataclass(frozen=True, slots=True)
+class WindowAssembly:
+    """The request for one model call, and its ledger.
+
+    Attributes:
+        messages: What to send, after the system message (which stays the request's own).
+        summary: The running summary after this call.
+        ledger: Where the tokens went.
+        compaction: What the compactor did.
+    """
+
+    messages: list[BaseMessage]
+    summary: RunningSummary | None
+    ledger: CallLedger
+    compaction: CompactionResult
+
+
+class WindowAssembler:
+    """Assemble every model call of an agent under one window ledger (see the module).
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+        from langchain_contextkit import CallableSource, HistoryCompactor, RetrievalResult
+        from langchain_contextkit.agents.assembler import WindowAssembler
+
+
+        def policy(query: str) -> list[RetrievalResult]:
+            return [RetrievalResult("Refunds within 30 days of purchase.", 0.9, "rag")]
+
+
+        assembler = WindowAssembler(
+            window=2000, sources=[CallableSource("rag", policy)], compactor=HistoryCompactor()
+        )
+        history = []
+        for turn in range(3):
+            history += [HumanMessage(f"Question {turn}: can I get a refund?"), AIMessage("Yes.")]
+        result = assembler.assemble(
+            [*history, HumanMessage("And after 40 days?")],
+            system_message=SystemMessage("Be brief."),
+        )
+        print(result.messages[-2].text.splitlines()[0], "|", result.messages[-1].text)
+        # [Knowledge] | And after 40 days?
+        assert result.ledger.prompt <= 2000 - result.ledger.output_reserve
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        window: int | None = None,
+        compactor: HistoryCompactor | None = None,
+        sources: Sequence[ContextSource] = (),
+        note_store: NoteStore | None = None,
+        context_config: ContextConfig | None = None,
+        budget_config: WindowBudgetConfig | None = None,
+        reduce_trajectory: bool = True,
+        keep_recent_steps: int = 3,
+        token_counter: TokenCounter | None = None,
+        offload: OffloadConfig | OffloadStore | None = None,
+    ) -> None:
+        """Configure the assembler.
+
+        Args:
+            window: The model's window; default: read from the model's profile per call.
+            compactor: Compacts the history before the current turn (default
+                `HistoryCompactor()`, extractive); its counter measures everything.
+            sources: Where the retrieval block comes from.
+            note_store: When given, a `NoteSource` named ``notes`` over it joins the
+                sources (blocker notes first).
+            context_config: MMR and per-source ratios of the retrieval block.
+            budget_config: The window ledger's knobs (output reserve, `rag_ratio`).
+            reduce_trajectory: Reduce the current turn's tool loop with `reduce_agent`
+                when it alone outgrows its room (otherwise it only raises).
+            keep_recent_steps: Tool steps of the current turn kept verbatim.
+            token_counter: The one counter of every part of the ledger (default the
+                compactor's, else `count_tokens`).
+            offload: Show tool results over a share of the trajectory budget as head +
+                tail + a pointer to the whole, stored there (`OffloadConfig`, or an
+                `OffloadStore` with its defaults; see `langchain_contextkit.agents.offload`).
+                Default: off.
+
+        Raises:
+            ConfigError: When `compactor` counts with another counter than
+                `token_counter`, or `offload` is neither a config nor a store.
+        """
+        self.window = window
+        if compactor is None:
+            compactor = HistoryCompactor(token_counter=token_counter or count_tokens)
+        elif token_counter is not None and compactor.token_counter is not token_counter:
+            msg = (
+                "the compactor counts tokens with another counter than token_counter=: give "
+                "the same one to both (HistoryCompactor(..., token_counter=...))"
+            )
+            raise ConfigError(msg)
+        self.compactor = compactor
+        self.sources = list(sources)
+        if note_store is not None:
+            self.sources.append(NoteSource(name="notes", store=note_store))
+        self.budget_config = budget_config or WindowBudgetConfig()
+        self.reduce_trajectory = reduce_trajectory
+        self.keep_recent_steps = keep_recent_steps
+        self.counter = self.compactor.token_counter
+        self.offloader = _offloader_for(offload, self.counter)
+        self.builder = (
+            ContextBuilder(
+                context_config or _config_for(self.sources),
+                sources=self.sources,
+                prompts=self.compactor.prompts,
+                token_counter=self.counter,
+            )
+            if self.sources
+            else None
+        )
+
+    # -- the ledger -----------------------------------------------------------------------
+
+    def budget_for(
+        self,
+        *,
+        model: object = None,
+        system_message: SystemMessage | None = None,
+        tools: Sequence[Any] = (),
+    ) -> WindowBudget:
+        """The call's window ledger.
+
+        Raises:
+            ConfigError: When neither `window` nor the model's profile gives the window.
+        """
+        system, tool_tokens = count_fixed_tokens(system_message, tools, self.counter)
+        budget = WindowBudget.for_run(
+            llm=model,
+            window=self.window,
+            cfg=self.budget_config,
+            system_tokens=system,
+            tool_tokens=tool_tokens,
+        )
+        if budget is None:
+            msg = (
+                "the model's window is unknown: pass window=... or use a model whose profile "
+                "states max_input_tokens"
+            )
+            raise ConfigError(msg)
+        return budget
+
+    # -- assembling -----------------------------------------------------------------------
+
+    def assemble(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        system_message: SystemMessage | None = None,
+        tools: Sequence[Any] = (),
+        model: object = None,
+        summary: RunningSummary | None = None,
+        call: int = 1,
+        summarize_view: ViewSummarize | None = None,
+        budget: WindowBudget | None = None,
+        calibration: Calibration | None = None,
+        shrink: int = 0,
+        anchor: Anchor | None = None,
+    ) -> WindowAssembly:
+        """Lay out one model call (sync). See `aassemble`."""
+        if budget is None:
+            budget = self.budget_for(model=model, system_message=system_message, tools=tools)
+        real = budget
+        budget = self.estimator_budget(real, calibration, shrink)
+        view = _without_blocks(messages)
+        offload = None
+        if self.offloader is not None:
+            offload = self.offloader.offload(view, room=self.history_room(real), tools=tools)
+            view = offload.messages
+        history, turn = _split_turn(view)
+        block = self._block(turn, budget)
+        turn_view, reduced = self._fit_turn(turn, budget, block)
+        compaction = self.compactor.compact_view(
+            history,
+            summary=summary,
+            summarize_view=summarize_view,
+            overhead_tokens=self._overhead(budget, block, turn_view),
+            ceiling_tokens=budget.window - budget.output_reserve,
+            room_tokens=self.history_room(budget),
+            summarizer_window=budget.window,
+        )
+        assembly = self._finish(
+            budget,
+            compaction,
+            block,
+            turn_view,
+            reduced=reduced,
+            call=call,
+            real=real,
+            calibration=calibration,
+            anchor=anchor,
+        )
+        return _tallied(assembly, offload)
+
+    async def aassemble(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        system_message: SystemMessage | None = None,
+        tools: Sequence[Any] = (),
+        model: object = None,
+        summary: RunningSummary | None = None,
+        call: int = 1,
+        asummarize_view: AViewSummarize | None = None,
+        budget: WindowBudget | None = None,
+        calibration: Calibration | None = None,
+        shrink: int = 0,
+        anchor: Anchor | None = None,
+    ) -> WindowAssembly:
+        """Lay out one model call: the messages to send after the system message.
+
+        Args:
+            messages: The conversation as stored (system prompt not included).
+            system_message: The request's system message (stays the request's own).
+            tools: The tools bound for this call.
+            model: The chat model (its profile gives the window when `window` is None).
+            summary: The running summary so far.
+            call: The call's number, for the ledger.
+            asummarize_view: Writes a recap in place (`HistoryCompactor.acompact_view`);
+                `assemble` takes the sync `summarize_view`.
+            budget: The call's ledger when the caller has already computed it
+                (`budget_for` with the same arguments).
+            calibration: What earlier calls' reported usage taught: the window is
+                divided by its factor, so the request fits in the provider's tokens.
+            shrink: Provider tokens to keep free on top (a retry after the provider
+                refused a request as too long).
+            anchor: The previous call's estimate and reported usage, when this request
+                extends that one: its shared part is then known exactly, and only what is
+                new is estimated (the ledger's figure, not the budget's).
+
+        Raises:
+            ContextWindowExceeded: When the fixed parts and the current question alone do
+                not fit the window minus the output reserve.
+        """
+        if budget is None:
+            budget = self.budget_for(model=model, system_message=system_message, tools=tools)
+        real = budget
+        budget = self.estimator_budget(real, calibration, shrink)
+        view = _without_blocks(messages)
+        offload = None
+        if self.offloader is not None:
+            room = self.history_room(real)
+            offload = await self.offloader.aoffload(view, room=room, tools=tools)
+            view = offload.messages
+        history, turn = _split_turn(view)
+        block = await self._ablock(turn, budget)
+        turn_view, reduced = await self._afit_turn(turn, budget, block)
+        compaction = await self.compactor.acompact_view(
+            history,
+            summary=summary,
+            asummarize_view=asummarize_view,
+            overhead_tokens=self._overhead(budget, block, turn_view),
+            ceiling_tokens=budget.window - budget.output_reserve,
+            room_tokens=self.history_room(budget),
+            summarizer_window=budget.window,
+        )
+        assembly = self._finish(
+            budget,
+            compaction,
+            block,
+            turn_view,
+            reduced=reduced,
+            call=call,
+            real=real,
+            calibration=calibration,
+            anchor=anchor,
+        )
+        return _tallied(assembly, offload)
+
+    @staticmethod
+    def estimator_budget(
+        budget: WindowBudget, calibration: Calibration | None = None, shrink: int = 0
+    ) -> WindowBudget:
+        """`budget` in the counter's own tokens: the window a calibrated request may fill.
+
+        The provider's ceiling (window minus output reserve, minus `shrink`; the window
+        the provider stated in a refusal when smaller) divided by the calibration's factor
+        is what the counter's estimate of the request may reach.
+        """
+        factor = 1.0 if calibration is None else calibration.factor
+        stated = None if calibration is None else calibration.window
+        if factor == 1.0 and shrink == 0 and stated is None:
+            return budget
+        window = budget.window if stated is None else min(budget.window, stated)
+        ceiling = max(0, window - budget.output_reserve - shrink)
+        estimated = math.floor(ceiling / factor)
+        return replace(budget, window=max(1, budget.output_reserve + estimated))
+
+    def history_room(self, budget: WindowBudget) -> int:
+        """What the conversation may take: the trajectory budget (the block's share kept)."""
+        return budget.trajectory_budget(rag_in_scope=self.builder is None)
+
+    # -- parts ----------------------------------------------------------------------------
+
+    def _block(self, turn: list[BaseMessage], budget: WindowBudget) -> HumanMessage | None:
+        if self.builder is None or not turn or budget.rag_budget <= 0:
+            return None
+        report = self.builder.build_block_report(_query(turn), budget=budget.rag_budget)
+        return _block_message(report.text)
+
+    async def _ablock(self, turn: list[BaseMessage], budget: WindowBudget) -> HumanMessage | None:
+        if self.builder is None or not turn or budget.rag_budget <= 0:
+            return None
+        report = await self.builder.abuild_block_report(_query(turn), budget=budget.rag_budget)
+        return _block_message(report.text)
+
+    def _turn_room(self, budget: WindowBudget, block: HumanMessage | None) -> int:
+        """What the current turn may take: the ceiling minus the fixed parts and block."""
+        block_tokens = _message_tokens([block], self.counter)
+        return budget.window - budget.output_reserve - budget.fixed - block_tokens - _REPLY_PRIMING
+
+    def _needs_reduction(self, turn: list[BaseMessage], room: int) -> bool:
+        # Leave the history room for a recap: the turn may take what the recap does not.
+        return self.reduce_trajectory and _message_tokens(
+            turn, self.counter
+        ) > room - self._recap_room(room)
+
+    def _recap_room(self, room: int) -> int:
+        """Room kept for the history's recap: a full one, but at most a quarter of `room`."""
+        cap = self.compactor.max_summary_tokens
+        if self.compactor.sized_by_window:
+            cap = self.compactor.marks(max(1, room)).recap
+        return min(cap + 16, room // 4)
+
+    def _fit_turn(
+        self, turn: list[BaseMessage], budget: WindowBudget, block: HumanMessage | None
+    ) -> tuple[list[BaseMessage], bool]:
+        room = self._turn_room(budget, block)
+        if not self._needs_reduction(turn, room):
+            return turn, False
+        reduced = run_sync(self._reduce(turn, room))
+        return reduced, True
+
+    async def _afit_turn(
+        self, turn: list[BaseMessage], budget: WindowBudget, block: HumanMessage | None
+    ) -> tuple[list[BaseMessage], bool]:
+        room = self._turn_room(budget, block)
+        if not self._needs_reduction(turn, room):
+            return turn, False
+        return await self._reduce(turn, room), True
+
+    async def _reduce(self, turn: list[BaseMessage], room: int) -> list[BaseMessage]:
+        target = max(0, room - self._recap_room(room)) + _REPLY_PRIMING
+        return await reduce_agent(
+            turn,
+            target,
+            counter=self.counter,
+            keep_recent_steps=self.keep_recent_steps,
+            prompts=self.compactor.prompts,
+        )
+
+    def _overhead(
+        self, budget: WindowBudget, block: HumanMessage | None, turn: list[BaseMessage]
+    ) -> int:
+        """Everything sent beside the history: fixed parts, the block and the current turn."""
+        block_tokens = _message_tokens([block], self.counter)
+        return budget.fixed + block_tokens + _message_tokens(turn, self.counter)
+
+    def _finish(
+        self,
+        budget: WindowBudget,
+        compaction: CompactionResult,
+        block: HumanMessage | None,
+        turn: list[BaseMessage],
+        *,
+        reduced: bool,
+        call: int,
+        real: WindowBudget,
+        calibration: Calibration | None,
+        anchor: Anchor | None,
+    ) -> WindowAssembly:
+        system, rest = split_system(compaction.messages)
+        stable = [m for m in system if not _is_recap(m)]
+        recap = [m for m in system if _is_recap(m)]
+        if rest and _is_recap(rest[0]):  # a recap in a human message (require_human_first)
+            recap, rest = [rest[0]], rest[1:]
+        # Cache-first: stable system messages, the summary and older turns (byte-stable
+        # between compactions), then the dynamic tail: the block, the current turn last.
+        messages = [*stable, *recap, *rest, *([block] if block else []), *turn]
+        counter = self.counter
+        summary_tokens = _message_tokens(recap, counter)
+        rest = [*stable, *rest]  # a system prompt kept in the messages counts as history
+        block_tokens = _message_tokens([block], counter)
+        kept = rest[len(stable) :]
+        indexed = self.compactor.known_history(kept)
+        history_tokens = self._history_tokens(stable, kept, indexed)
+        turn_tokens = _message_tokens(turn, counter) + (_REPLY_PRIMING if messages else 0)
+        ceiling = budget.window - budget.output_reserve
+        prompt = budget.fixed + summary_tokens + block_tokens + history_tokens + turn_tokens
+        if prompt > ceiling:
+            msg = (
+                f"the request takes {prompt} tokens, more than the window minus the output "
+                f"reserve ({ceiling})"
+            )
+            raise ContextWindowExceeded(msg, required=prompt, budget=ceiling)
+        head, tail = [*stable, *recap], [*([block] if block else []), *turn]
+        if not _valid_request(head, kept, indexed, tail):
+            problems = find_message_problems(messages)
+            if problems:  # pragma: no cover - a bug in the layout, not a user error
+                msg = f"assembled an invalid request: {problems}"
+                raise AssertionError(msg)
+        # The ledger speaks the provider's tokens: each part scaled by the calibration.
+        factor = 1.0 if calibration is None else calibration.factor
+        scale = factor
+        if anchor is not None and not compaction.compacted and prompt >= anchor.estimated:
+            # The request extends the previous one, whose real size the provider reported:
+            # only the new part is an estimate.
+            rate = factor if anchor.growth is None else anchor.growth
+            known = anchor.reported + (prompt - anchor.estimated) * rate
+            scale = known / prompt if prompt else factor
+        parts = {
+            "system": budget.system_tokens,
+            "tools": budget.tool_tokens,
+            "summary": summary_tokens,
+            "retrieval": block_tokens,
+            "history": history_tokens,
+            "turn": turn_tokens,
+        }
+        scaled = {name: round(tokens * scale) for name, tokens in parts.items()}
+        ledger = CallLedger(
+            call=call,
+            window=real.window,
+            output_reserve=real.output_reserve,
+            system=scaled["system"],
+            tools=scaled["tools"],
+            summary=scaled["summary"],
+            retrieval=scaled["retrieval"],
+            history=scaled["history"],
+            turn=scaled["turn"],
+            free=max(0, real.window - real.output_reserve - sum(scaled.values())),
+            compacted=compaction.compacted,
+            reduced=reduced,
+            estimated=prompt,
+            factor=factor,
+        )
+        return WindowAssembly(messages, compaction.summary, ledger, compaction)
+
+    def _history_tokens(
+        self,
+        stable: list[BaseMessage],
+        kept: list[BaseMessage],
+        known: tuple[int, CleanScan | None] | None,
+    ) -> int:
+        """Tokens of the stable system messages and the kept history.
+
+        The kept history ends the history the compactor just indexed, so its cost is
+        `known` (a difference of running totals there); counted message by message when
+        it is not, or when the compactor counts with another counter.
+        """
+        if known is None or self.compactor.token_counter is not self.counter:
+            return _message_tokens([*stable, *kept], self.counter)
+        return _message_tokens(stable, self.counter) + known[0]
+
+
+def _valid_request(
+    head: list[BaseMessage],
+    kept: list[BaseMessage],
+    known: tuple[int, CleanScan | None] | None,
+    tail: list[BaseMessage],
+) -> bool:
+    """Whether `[*head, *kept, *tail]` keeps every message rule, checking what is new.
+
+    The kept history was checked when it was indexed: when it was clean from a unit
+    start, the check resumes at its end and reads only the block and the current turn.
+    False means "not shown here", and the caller runs the full check.
+    """
+    scan = resume_scan(CleanScan(), head)
+    if kept:
+        scan = None if scan is None or known is None else known[1]
+    if scan is not None:
+        scan = resume_scan(scan, tail)
+    return scan is not None and not scan.open_calls
+
+
+def _offloader_for(
+    offload: OffloadConfig | OffloadStore | None, counter: TokenCounter
+) -> ToolResultOffloader | None:
+    """The offloader of the `offload=` argument (None when off)."""
+    given: object = offload  # checked at run time: callers are not always typed
+    if given is None:
+        return None
+    if isinstance(given, OffloadStore):
+        given = OffloadConfig(store=given)
+    if not isinstance(given, OffloadConfig):
+        msg = (
+            f"offload takes an OffloadConfig or an OffloadStore, got {type(given).__name__}: "
+            "for example offload=WorkspaceOffloadStore.for_terminal(terminal_tool)"
+        )
+        raise ConfigError(msg)
+    return ToolResultOffloader(given, token_counter=counter)
+
+
+def _tallied(assembly: WindowAssembly, offload: OffloadOutcome | None) -> WindowAssembly:
+    """The assembly with the offloads recorded in its ledger."""
+    ledger = with_offload_tally(assembly.ledger, offload)
+    return assembly if ledger is assembly.ledger else replace(assembly, ledger=ledger)
+
+
+def _config_for(sources: Sequence[ContextSource]) -> ContextConfig:
+    """Equal shares for the given sources (the block's budget comes from the ledger)."""
+    names = sorted({source.name for source in sources})
+    return ContextConfig(source_ratios=dict.fromkeys(names, 1 / len(names)), min_chunk_tokens=1)
+
+
+def _message_tokens(messages: Sequence[BaseMessage | None], counter: TokenCounter) -> int:
+    """Tokens of the messages present (None skipped), without reply priming."""
+    present = [m for m in messages if m is not None]
+    return count_message_tokens(present, counter, reply_priming=False) if present else 0
+
+
+def _split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[BaseMessage]]:
+    """Split at the latest human message: (history before it, the current turn)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            return list(messages[:index]), list(messages[index:])
+    return list(messages), []
+
+
+def _without_blocks(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Drop retrieval blocks a previous layout left in (they are rebuilt every call)."""
+    # Stored histories hold none (the request is a view): a C-level search says so
+    # without a Python loop over the window on every call.
+    if RETRIEVAL_ID not in map(_ID, messages):
+        return list(messages)
+    return [m for m in messages if m.id != RETRIEVAL_ID]
+
+
+def _query(turn: Sequence[BaseMessage]) -> str:
+    return turn[0].text if turn else ""
+
+
+def _block_message(text: str) -> HumanMessage | None:
+    # A human message: providers accept it anywhere before the question (a system
+    # message mid-conversation is rejected by Anthropic and hoisted by Gemini).
+    return HumanMessage(text, id=RETRIEVAL_ID) if text.strip() else None
+
+
+def _is_recap(message: BaseMessage) -> bool:
+    return isinstance(message.id, str) and message.id.startswith(RECAP_ID_PREFIX)

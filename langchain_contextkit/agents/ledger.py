@@ -1,0 +1,157 @@
+"""`CallLedger`: where every token of one model call's window went, and how calls are anchored.
+
+`CallLedger` is the per-call record (parts, estimate, report, cache reads) that the
+middleware and nodes keep in state and the demo draws as a bar (`LEGEND`);
+`Anchor` is the previous call's estimate and report, from which the next is priced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_contextkit.calibration import Usage
+
+__all__ = ["LEGEND", "Anchor", "CallLedger", "next_call_number", "with_ledger"]
+
+
+_BAR_PARTS = (  # in the request's own order: the cache-first layout
+    ("system", "S"),
+    ("tools", "T"),
+    ("summary", "R"),
+    ("history", "H"),
+    ("retrieval", "K"),
+    ("turn", "Q"),
+    ("free", "."),
+    ("output_reserve", "O"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """The previous call's request: the ledger's estimate and the provider's report."""
+
+    estimated: int
+    reported: int
+    growth: float | None = None
+    """Provider tokens per estimated token of what recent calls *added* to the one
+    before (None when unknown): the new part of this request is priced by it."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallLedger:
+    """Where every token of one model call's window went.
+
+    `system + tools + summary + retrieval + history + turn + free + output_reserve ==
+    window` (priming and message overheads are counted in the part they belong to). The
+    parts are in the provider's tokens as far as the ledger knows them: the counter's
+    estimate times the calibration `factor` learnt from earlier calls' reported usage.
+    `estimated` is the request by the counter alone, and `reported` what the provider
+    said it took once the call returned (`cache_read` of it from the prompt cache).
+    """
+
+    call: int
+    window: int
+    output_reserve: int
+    system: int
+    tools: int
+    summary: int
+    retrieval: int
+    history: int
+    turn: int
+    free: int
+    compacted: bool
+    reduced: bool
+    estimated: int = 0
+    """The request as the ledger's counter measured it (before calibration)."""
+    factor: float = 1.0
+    """The calibration in force: provider tokens per estimated token."""
+    reported: int | None = None
+    """Input tokens the provider reported for this call (None until it returned)."""
+    cache_read: int | None = None
+    """Of `reported`, the tokens served from the provider's prompt cache."""
+    retried: bool = False
+    """The provider refused the first request as too long; this is the retry's ledger."""
+    offloaded: int = 0
+    """Tool results shown as head + tail + pointer (stored whole; their previews are
+    counted in `history` / `turn`)."""
+    offloaded_tokens: int = 0
+    """Tokens the offloaded results' previews saved (estimated, before calibration)."""
+    offload_failed: int = 0
+    """Results kept whole because the offload store refused them."""
+
+    @property
+    def prompt(self) -> int:
+        """Tokens of the request (everything but free space and the output reserve)."""
+        return self.window - self.free - self.output_reserve
+
+    def with_usage(self, usage: Usage | None) -> CallLedger:
+        """This ledger with what the provider reported for the call (unchanged without)."""
+        if usage is None:
+            return self
+        return replace(self, reported=usage.input_tokens, cache_read=usage.cache_read)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for graph state and JSON."""
+        return asdict(self)
+
+    def bar(self, width: int = 60) -> str:
+        """The window drawn as one line of letters, one per part, in layout order (`LEGEND`).
+
+        Example:
+            ```python
+            from langchain_contextkit.agents.ledger import CallLedger
+
+            ledger = CallLedger(
+                call=1,
+                window=1000,
+                output_reserve=200,
+                system=100,
+                tools=100,
+                summary=0,
+                retrieval=200,
+                history=100,
+                turn=100,
+                free=200,
+                compacted=False,
+                reduced=False,
+            )
+            print(ledger.bar(20))
+            # SSTTHHKKKKQQ....OOOO
+            ```
+        """
+        cells = []
+        for name, glyph in _BAR_PARTS:
+            cells.append((getattr(self, name), glyph))
+        out = []
+        used = 0
+        total = 0
+        for value, glyph in cells:
+            total += value
+            # Cumulative rounding keeps the bar exactly `width` wide.
+            end = round(total * width / self.window) if self.window else 0
+            out.append(glyph * max(0, end - used))
+            used = max(used, end)
+        return "".join(out)
+
+
+def next_call_number(ledgers: Sequence[Any]) -> int:
+    """The number of the call after the last stored ledger (1 when none is stored)."""
+    last = ledgers[-1] if ledgers else None
+    if isinstance(last, Mapping) and isinstance(last.get("call"), int):
+        return int(last["call"]) + 1
+    return 1
+
+
+def with_ledger(ledgers: Sequence[Any], ledger: CallLedger, size: int) -> list[Any]:
+    """The stored ledgers with `ledger` appended, the last `size` kept."""
+    return [*ledgers, ledger.to_dict()][-size:]
+
+
+LEGEND = (
+    "S system  T tools  R summary  H history  K retrieval  Q current turn  . free  O output reserve"
+)

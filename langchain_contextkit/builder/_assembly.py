@@ -1,0 +1,276 @@
+"""The builder's work after the fetch: MMR per source, the budget, the fixed layout.
+
+Pure functions over `RetrievalResult`s (no I/O, no LLM), shared by `ContextBuilder` and
+`BudgetedRetriever` so both keep exactly the same candidates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from langchain_contextkit.budget import ContextConfig, SourceAllocation, SourceDemand, allocate
+from langchain_contextkit.mmr import MMRRanking
+from langchain_contextkit.tokens import count_each
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from langchain_contextkit.prompts import PromptRegistry
+    from langchain_contextkit.retrieval import RetrievalResult
+    from langchain_contextkit.tokens import TokenCounter
+
+__all__ = ["SECTION_ORDER", "Assembly", "SourceOutcome", "assemble", "section_names"]
+
+SECTION_ORDER = ("memory", "rag", "notes", "history", "tool")
+"""Fixed layout between the system prompt and the current question (seed 004's golden
+positions: the system prompt first, the current question last). Other source names follow
+these, in the order of `source_ratios`."""
+
+_ITEM_PREFIX = "- "
+
+
+@dataclass(slots=True)
+class SourceOutcome:
+    """What happened to one source's candidates in one build."""
+
+    name: str
+    fetched: int = 0
+    merged: int = 0
+    """Byte-identical duplicates merged before MMR."""
+    dropped_by_mmr: int = 0
+    """Near-duplicates dropped by MMR."""
+    dropped_for_budget: int = 0
+    quota: int = 0
+    borrowed: int = 0
+    used: int = 0
+    """Tokens of the source's section as allocated (heading included)."""
+    kept: list[RetrievalResult] = field(default_factory=list)
+    error: str | None = None
+    """`Type: message` of the exception the source raised, if it failed."""
+
+
+@dataclass(slots=True)
+class Assembly:
+    """The kept candidates per source and the rendered block."""
+
+    block: str
+    budget: int
+    outcomes: dict[str, SourceOutcome]
+    block_tokens: int
+    """The block's size, measured on the rendered text."""
+
+
+def section_names(config: ContextConfig) -> list[str]:
+    """Every section in layout order: the fixed ones, then custom source names."""
+    return [*SECTION_ORDER, *(n for n in config.source_ratios if n not in SECTION_ORDER)]
+
+
+def render_section(
+    name: str, items: Sequence[str], prompts: PromptRegistry, *, fenced: bool
+) -> str:
+    """Render one section: its heading, then one ``- item`` line per candidate."""
+    body = "\n".join(_ITEM_PREFIX + item for item in items)
+    heading = prompts.heading(name)
+    if fenced:
+        return prompts.with_data_boundary(heading, body)
+    return f"{heading}\n{body}"
+
+
+def render_block(
+    kept: Mapping[str, Sequence[RetrievalResult]],
+    config: ContextConfig,
+    prompts: PromptRegistry,
+    fenced: frozenset[str],
+) -> str:
+    """Render every non-empty section in layout order, separated by blank lines."""
+    sections = [
+        render_section(name, [r.content for r in kept[name]], prompts, fenced=name in fenced)
+        for name in section_names(config)
+        if kept.get(name)
+    ]
+    return "\n\n".join(sections)
+
+
+def assemble(
+    fetched: Mapping[str, Sequence[RetrievalResult]],
+    *,
+    budget: int,
+    config: ContextConfig,
+    prompts: PromptRegistry,
+    counter: TokenCounter,
+    fenced: frozenset[str],
+    errors: Mapping[str, str] | None = None,
+) -> Assembly:
+    """MMR each source's candidates, allocate the budget, render the block.
+
+    Each source's candidates are ranked by MMR lazily: the allocator pulls picks only
+    while the source could still fit its cheapest candidate, so the cost grows with what
+    the budget keeps, not with the square of what the sources return. The allocator
+    prices each candidate by its rendered line and each section by its heading (and
+    fence). Token counts of pieces do not add up exactly to the count of the whole, so the
+    rendered block is measured: while it is over `budget` the lowest-scored kept candidate
+    is dropped (the block never exceeds the budget), and while it has room the best
+    passed-over candidate that fits is added.
+
+    Args:
+        fetched: Each source's candidates in the source's own ranking (sources that failed
+            map to an empty list and have an entry in `errors`).
+        budget: Tokens the block may take.
+        config: Ratios, MMR knobs and borrowing.
+        prompts: Headings.
+        counter: Token counter.
+        fenced: Sections wrapped in a data boundary.
+        errors: Failures of sources, by name.
+
+    Returns:
+        The block and one outcome per source.
+    """
+    rankings = {
+        name: MMRRanking(
+            candidates, lambda_=config.mmr_lambda, dedup_threshold=config.dedup_threshold
+        )
+        for name, candidates in fetched.items()
+    }
+    demands = [
+        SourceDemand(
+            name,
+            [
+                n + 1
+                for n in count_each([_ITEM_PREFIX + c.content for c in ranking.candidates], counter)
+            ],
+            overhead=counter(render_section(name, [], prompts, fenced=name in fenced)) + 1,
+            order=iter(ranking),
+        )
+        for name, ranking in rankings.items()
+    ]
+    allocation = allocate(budget, config.source_ratios, demands, allow_borrow=config.allow_borrow)
+    layout = _Layout(
+        rankings,
+        {name: list(share.kept) for name, share in allocation.items()},
+        config,
+        prompts,
+        fenced,
+    )
+
+    measured = layout.measure(counter)
+    prices = {d.name: d for d in demands}
+    if (
+        config.allow_borrow
+        and measured < budget
+        and layout.fill(allocation, prices, budget - measured, counter)
+    ):
+        measured = layout.measure(counter)
+    while measured > budget:  # the rendered block, measured whole, is what must fit
+        layout.drop_weakest()
+        measured = layout.measure(counter)
+
+    outcomes = {}
+    for name, ranking in rankings.items():
+        share = allocation[name]
+        kept = layout.kept_results(name)
+        outcomes[name] = SourceOutcome(
+            name,
+            fetched=len(fetched[name]),
+            merged=ranking.merged,
+            dropped_by_mmr=ranking.dropped,
+            dropped_for_budget=len(fetched[name]) - ranking.merged - ranking.dropped - len(kept),
+            quota=share.quota,
+            borrowed=share.borrowed,
+            used=share.used,
+            kept=kept,
+            error=(errors or {}).get(name),
+        )
+    return Assembly(block=layout.text, budget=budget, outcomes=outcomes, block_tokens=measured)
+
+
+_FILL_SLACK = 4
+"""Tokens a piece's separate price may overstate its cost inside the block."""
+_MAX_FAILED_FILLS = 8
+"""Fill attempts that may fail before the fill pass gives up (bounds the re-renders)."""
+
+
+class _Layout:
+    """The kept candidates (indices into each ranking) and their rendered block."""
+
+    def __init__(
+        self,
+        rankings: Mapping[str, MMRRanking],
+        kept: dict[str, list[int]],
+        config: ContextConfig,
+        prompts: PromptRegistry,
+        fenced: frozenset[str],
+    ) -> None:
+        self.rankings = rankings
+        self.kept = kept  # per source, in priority order
+        self.config, self.prompts, self.fenced = config, prompts, fenced
+        self.text = self._render(kept)
+
+    def kept_results(self, name: str) -> list[RetrievalResult]:
+        return [self.rankings[name].candidates[i] for i in self.kept[name]]
+
+    def _render(self, kept: Mapping[str, list[int]]) -> str:
+        results = {
+            name: [self.rankings[name].candidates[i] for i in indices]
+            for name, indices in kept.items()
+        }
+        return render_block(results, self.config, self.prompts, self.fenced)
+
+    def measure(self, counter: TokenCounter) -> int:
+        return counter(self.text) if self.text else 0
+
+    def drop_weakest(self) -> None:
+        """Drop the lowest-scored kept candidate (the lowest-priority one among equals)."""
+        name, position = min(
+            ((n, p) for n, indices in self.kept.items() for p in range(len(indices))),
+            key=lambda pair: (
+                self.rankings[pair[0]].candidates[self.kept[pair[0]][pair[1]]].score,
+                -pair[1],
+            ),
+        )
+        del self.kept[name][position]
+        self.text = self._render(self.kept)
+
+    def _section(self, name: str, indices: list[int]) -> str:
+        items = [self.rankings[name].candidates[i].content for i in indices]
+        return render_section(name, items, self.prompts, fenced=name in self.fenced)
+
+    def fill(
+        self,
+        allocation: Mapping[str, SourceAllocation],
+        demands: Mapping[str, SourceDemand],
+        room: int,
+        counter: TokenCounter,
+    ) -> bool:
+        """Add passed-over candidates while the block seems to have room; True if any was.
+
+        The allocator prices pieces separately, which overestimates a little (a line
+        break is cheaper inside a text than alone), so the rendered block usually has a
+        few idle tokens: give them to the best passed-over candidates that fit. A trial
+        re-measures only the section it changes (the block can be large); the caller
+        measures the whole block afterwards and trims it if the estimate was off.
+        """
+        failures = 0
+        added = False
+        for name, share in allocation.items():
+            demand = demands[name]
+            rank = {index: position for position, index in enumerate(share.ranked)}
+            section_size = counter(self._section(name, self.kept[name])) if self.kept[name] else 0
+            for index in share.passed_over:
+                if failures >= _MAX_FAILED_FILLS or room <= 0:
+                    break
+                price = demand.costs[index] + (0 if self.kept[name] else demand.overhead)
+                if price > room + _FILL_SLACK:
+                    continue
+                trial = sorted([*self.kept[name], index], key=rank.__getitem__)
+                trial_size = counter(self._section(name, trial))
+                # Sections are joined by a blank line; keep one token of margin for it.
+                growth = trial_size - section_size + (0 if self.kept[name] else 1)
+                if growth < room:
+                    self.kept[name], section_size, room = trial, trial_size, room - growth
+                    added = True
+                else:
+                    failures += 1
+        if added:
+            self.text = self._render(self.kept)
+        return added

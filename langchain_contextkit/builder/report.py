@@ -1,0 +1,111 @@
+"""`ContextReport`: what a build produced and why, one ledger line per source.
+
+`str(report)` renders the ledger as a table; `as_dict()` gives the figures for JSON and
+callbacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from langchain_contextkit.builder._assembly import Assembly, SourceOutcome
+
+__all__ = ["ContextReport", "SourceReport"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceReport:
+    """One source's line of the ledger."""
+
+    name: str
+    quota: int
+    borrowed: int
+    used: int
+    fetched: int
+    merged: int
+    dropped_by_mmr: int
+    dropped_for_budget: int
+    kept: int
+    error: str | None
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures as a JSON-friendly dict."""
+        return {field: getattr(self, field) for field in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class ContextReport:
+    """What a build produced and why: the text and every source's ledger line.
+
+    `str(report)` renders the ledger as a table.
+    """
+
+    text: str
+    """The built text (the flat prompt from `build_report`, the block from `build_block_report`)."""
+
+    budget: int
+    """Tokens the dynamic block was allowed."""
+
+    block_tokens: int
+    """Tokens the dynamic block took (measured on the rendered text)."""
+
+    sources: tuple[SourceReport, ...]
+
+    @property
+    def failures(self) -> dict[str, str]:
+        """Sources that raised, with the error."""
+        return {s.name: s.error for s in self.sources if s.error}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures (not the text) as a JSON-friendly dict, as sent to callbacks."""
+        return {
+            "budget": self.budget,
+            "block_tokens": self.block_tokens,
+            "sources": [s.as_dict() for s in self.sources],
+        }
+
+    def __str__(self) -> str:
+        """Render the ledger as a fixed-width table."""
+        header = (
+            f"{'source':10} {'quota':>7} {'borrow':>7} {'used':>7} {'fetched':>8} "
+            f"{'merged':>7} {'mmr':>5} {'budget':>7} {'kept':>5}  note"
+        )
+        lines = [header, "-" * len(header)]
+        for s in self.sources:
+            note = f"FAILED {s.error}" if s.error else ""
+            lines.append(
+                f"{s.name:10} {s.quota:7} {s.borrowed:7} {s.used:7} {s.fetched:8} "
+                f"{s.merged:7} {s.dropped_by_mmr:5} {s.dropped_for_budget:7} {s.kept:5}  "
+                f"{note}".rstrip()
+            )
+        lines.append(f"block: {self.block_tokens} of {self.budget} tokens")
+        return "\n".join(lines)
+
+
+def _report(assembly: Assembly, text: str, seconds: Mapping[str, float]) -> ContextReport:
+    def line(o: SourceOutcome) -> SourceReport:
+        return SourceReport(
+            name=o.name,
+            quota=o.quota,
+            borrowed=o.borrowed,
+            used=o.used,
+            fetched=o.fetched,
+            merged=o.merged,
+            dropped_by_mmr=o.dropped_by_mmr,
+            dropped_for_budget=o.dropped_for_budget,
+            kept=len(o.kept),
+            error=o.error,
+            seconds=round(seconds.get(o.name, 0.0), 6),
+        )
+
+    return ContextReport(
+        text=text,
+        budget=assembly.budget,
+        block_tokens=assembly.block_tokens,
+        sources=tuple(line(o) for o in assembly.outcomes.values()),
+    )

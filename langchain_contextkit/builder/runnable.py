@@ -1,0 +1,568 @@
+"""`ContextBuilder`: gather -> MMR -> budget -> fixed layout, as a LangChain Runnable.
+
+The builder asks every source for candidates (concurrently in async), de-duplicates each
+source's candidates with MMR, shares the token budget between sources (two rounds, with
+borrowing) and lays the kept candidates out in a fixed order: system prompt, memory, rag,
+notes, history, tool, current question. It never reranks: the sources' ranking is the
+baseline. Every decision is in a `ContextReport`.
+
+```python
+from langchain_contextkit import CallableSource, ContextBuilder, ContextConfig, RetrievalResult
+
+
+def search_docs(query: str) -> list[RetrievalResult]:
+    return [
+        RetrievalResult(
+            content="Meals are capped at 80 per day, no receipt needed.", score=0.9, source="rag"
+        ),
+        RetrievalResult(
+            content="Hotels are capped at 500 per night, receipt required.", score=0.7, source="rag"
+        ),
+    ]
+
+
+builder = ContextBuilder(ContextConfig.for_window(None, fallback_window=8000))
+context = builder.build(
+    "how much can I spend on meals?",
+    sources=[CallableSource("rag", search_docs)],
+    system_prompt="You are a finance assistant.",
+)
+print(context)
+# You are a finance assistant.
+#
+# [Knowledge]
+# - Meals are capped at 80 per day, no receipt needed.
+# - Hotels are capped at 500 per night, receipt required.
+#
+# [Current question]
+# how much can I spend on meals?
+```
+
+Over 500 lines on purpose: `ContextBuilder` is one Runnable whose sync and async entry
+points share the steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+    Callbacks,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableSerializable
+from pydantic import ConfigDict, Field
+
+# pydantic needs typing_extensions.TypedDict below Python 3.12 to build the input schema.
+from typing_extensions import NotRequired, TypedDict
+
+from langchain_contextkit.budget import ContextConfig
+from langchain_contextkit.builder._assembly import Assembly, assemble, section_names
+from langchain_contextkit.builder.report import ContextReport, _report
+from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.prompts import PromptRegistry
+from langchain_contextkit.sources.base import ContextSource, Scope
+from langchain_contextkit.tokens import TokenCounter, count_tokens
+
+if TYPE_CHECKING:
+    from langchain_contextkit.retrieval import RetrievalResult
+
+__all__ = ["BuilderInput", "ContextBuilder"]
+
+logger = logging.getLogger(__name__)
+
+REPORT_EVENT = "contextkit_report"
+"""Name of the custom callback event that carries a build's report (visible in traces)."""
+
+_BLOCK_FENCED = frozenset({"rag", "tool"})
+
+
+class BuilderInput(TypedDict):
+    """The dict form of the builder's Runnable input."""
+
+    query: str
+    scope: NotRequired[Scope | None]
+    system_prompt: NotRequired[str]
+
+
+class _Gathered:
+    """Candidates per source, failures and timings of one gather."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, list[RetrievalResult]] = {}
+        self.errors: dict[str, str] = {}
+        self.seconds: dict[str, float] = {}
+
+    def record_failure(self, source: ContextSource, exc: Exception, *, strict: bool) -> None:
+        if strict:
+            raise exc
+        logger.warning("context source %r failed, building without it: %r", source.name, exc)
+        self.results[source.name] = []
+        self.errors[source.name] = f"{type(exc).__name__}: {exc}"
+
+
+class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
+    """Assemble a prompt from budgeted sources; a LangChain `Runnable`.
+
+    As a Runnable, `invoke("question")` (or `invoke({"query": ..., "scope": ...})`)
+    returns the flat prompt of `build`, so `builder | llm` works in LCEL; `as_block()`
+    returns a Runnable of the dynamic block alone, for a prompt template's `{context}`.
+
+    Example:
+        ```python
+        from langchain_core.language_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage
+
+        from langchain_contextkit import CallableSource, ContextBuilder, ContextConfig
+
+        builder = ContextBuilder(
+            ContextConfig(max_tokens=2000),
+            sources=[CallableSource("rag", lambda q: ["Meals are capped at 80 per day."])],
+            system_prompt="You are a finance assistant.",
+        )
+        llm = GenericFakeChatModel(messages=iter([AIMessage("80 per day.")]))
+        print((builder | llm).invoke("how much for meals?").content)
+        # 80 per day.
+        ```
+    """
+
+    config: ContextConfig = Field(default_factory=ContextConfig)
+    """Budget knobs (ratios, MMR, borrowing)."""
+
+    sources: Sequence[ContextSource] = ()
+    """Default sources, used when a call passes none."""
+
+    system_prompt: str = ""
+    """Default system prompt of `build`."""
+
+    prompts: PromptRegistry = Field(default_factory=PromptRegistry)
+    """Headings and the data-boundary notice."""
+
+    token_counter: TokenCounter = count_tokens
+    """Counts the tokens of a string."""
+
+    strict: bool = False
+    """Raise when a source fails instead of building without it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def __init__(
+        self,
+        config: ContextConfig | None = None,
+        *,
+        sources: Sequence[ContextSource] = (),
+        system_prompt: str = "",
+        prompts: PromptRegistry | None = None,
+        token_counter: TokenCounter = count_tokens,
+        strict: bool = False,
+        **kwargs: Any,  # noqa: ANN401 - Runnable fields such as name
+    ) -> None:
+        """Create a builder; sources are checked against the config here.
+
+        Args:
+            config: Budget knobs; the seed defaults when None (then every call needs
+                `max_tokens` set or an explicit `budget`).
+            sources: Default sources for calls that pass none.
+            system_prompt: Default system prompt of `build`.
+            prompts: Headings and notices; English defaults when None.
+            token_counter: Counts tokens (`count_tokens` or a `tiktoken_counter`).
+            strict: Raise when a source fails instead of building without it.
+            **kwargs: Other Runnable fields.
+
+        Raises:
+            ConfigError: If a default source's name has no ratio or two share a name.
+        """
+        super().__init__(
+            config=config or ContextConfig(),
+            sources=tuple(sources),
+            system_prompt=system_prompt,
+            prompts=prompts or PromptRegistry(),
+            token_counter=token_counter,
+            strict=strict,
+            **kwargs,
+        )
+        if self.sources:
+            self._check_sources(self.sources)
+
+    # --- the pipeline ---------------------------------------------------------------------
+
+    def _check_sources(self, sources: Sequence[ContextSource]) -> None:
+        seen: set[str] = set()
+        for source in sources:
+            if not isinstance(source, ContextSource):  # for callers without a type checker
+                msg = f"Sources must be ContextSource instances, got {type(source).__name__}."  # type: ignore[unreachable]
+                raise ConfigError(msg)
+            if source.name not in self.config.source_ratios:
+                msg = (
+                    f"Source {source.name!r} is not a key of source_ratios "
+                    f"{sorted(self.config.source_ratios)}: it would get no quota and never appear."
+                )
+                raise ConfigError(msg)
+            if source.name in seen:
+                msg = f"Two sources are named {source.name!r}: one would overwrite the other."
+                raise ConfigError(msg)
+            seen.add(source.name)
+
+    def _resolve(self, sources: Sequence[ContextSource] | None) -> Sequence[ContextSource]:
+        chosen = self.sources if sources is None else tuple(sources)
+        self._check_sources(chosen)
+        return chosen
+
+    def _block_budget(self, budget: int | None, system_prompt: str) -> int:
+        if budget is not None:
+            if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+                msg = f"budget must be an int >= 0, got {budget!r}."
+                raise ConfigError(msg)
+            return budget
+        if self.config.max_tokens is None:
+            msg = (
+                "No budget: set ContextConfig.max_tokens (e.g. ContextConfig.for_window) "
+                "or pass budget=."
+            )
+            raise ConfigError(msg)
+        # The system prompt is fixed overhead; the output reserve covers the answer and question.
+        return max(0, self.config.dynamic_tokens - self.token_counter(system_prompt))
+
+    def _gather(
+        self,
+        query: str,
+        sources: Sequence[ContextSource],
+        scope: Scope | None,
+        callbacks: Callbacks,
+    ) -> _Gathered:
+        gathered = _Gathered()
+        # Callables that take a scope always get one, if only an empty one.
+        scope = scope if scope is not None else Scope()
+        for source in sources:
+            start = time.perf_counter()
+            try:
+                results = source.collect(query, scope, callbacks=callbacks)
+            except Exception as exc:  # noqa: BLE001 - one failing source must not sink the build
+                gathered.record_failure(source, exc, strict=self.strict)
+            else:
+                gathered.results[source.name] = list(results)
+            gathered.seconds[source.name] = time.perf_counter() - start
+        return gathered
+
+    async def _agather(
+        self,
+        query: str,
+        sources: Sequence[ContextSource],
+        scope: Scope | None,
+        callbacks: Callbacks,
+    ) -> _Gathered:
+        gathered = _Gathered()
+        scope = scope if scope is not None else Scope()
+
+        async def one(source: ContextSource) -> None:
+            start = time.perf_counter()
+            try:
+                results = await source.acollect(query, scope, callbacks=callbacks)
+            except Exception as exc:  # noqa: BLE001 - one failing source must not sink the build
+                gathered.record_failure(source, exc, strict=self.strict)
+            else:
+                gathered.results[source.name] = list(results)
+            gathered.seconds[source.name] = time.perf_counter() - start
+
+        await asyncio.gather(*(one(source) for source in sources))
+        # Keep the order of `sources`, whatever order the fetches finished in.
+        gathered.results = {s.name: gathered.results[s.name] for s in sources}
+        return gathered
+
+    def _fenced(self, *, flat: bool) -> frozenset[str]:
+        if self.config.data_boundary_sections is not None:
+            return self.config.data_boundary_sections
+        return frozenset() if flat else _BLOCK_FENCED
+
+    def _assemble(self, gathered: _Gathered, budget: int, *, flat: bool) -> Assembly:
+        return assemble(
+            gathered.results,
+            budget=budget,
+            config=self.config,
+            prompts=self.prompts,
+            counter=self.token_counter,
+            fenced=self._fenced(flat=flat),
+            errors=gathered.errors,
+        )
+
+    def _flat(self, query: str, block: str, system_prompt: str) -> str:
+        parts = [system_prompt] if system_prompt else []
+        if block:
+            parts.append(block)
+        parts.append(f"{self.prompts.heading('question')}\n{query}")
+        return "\n\n".join(parts)
+
+    # --- public API -----------------------------------------------------------------------
+
+    def build_report(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        system_prompt: str | None = None,
+        scope: Scope | None = None,
+        callbacks: Callbacks = None,
+    ) -> ContextReport:
+        """Build the flat prompt and report every decision.
+
+        Args:
+            query: The current question.
+            sources: Sources for this call; the builder's own when None.
+            system_prompt: System prompt for this call; the builder's own when None.
+            scope: The run's session, passed to sources that take it.
+            callbacks: Callbacks for the sources' own runs.
+
+        Returns:
+            The report; its `text` is the prompt.
+
+        Raises:
+            ConfigError: Before any fetch, for a source name missing from
+                `source_ratios`, two sources with one name, or no budget.
+        """
+        system = self.system_prompt if system_prompt is None else system_prompt
+        chosen = self._resolve(sources)
+        budget = self._block_budget(None, system)
+        gathered = self._gather(query, chosen, scope, callbacks)
+        assembly = self._assemble(gathered, budget, flat=True)
+        return _report(assembly, self._flat(query, assembly.block, system), gathered.seconds)
+
+    async def abuild_report(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        system_prompt: str | None = None,
+        scope: Scope | None = None,
+        callbacks: Callbacks = None,
+    ) -> ContextReport:
+        """Async twin of `build_report`; fetches from all sources concurrently."""
+        system = self.system_prompt if system_prompt is None else system_prompt
+        chosen = self._resolve(sources)
+        budget = self._block_budget(None, system)
+        gathered = await self._agather(query, chosen, scope, callbacks)
+        assembly = self._assemble(gathered, budget, flat=True)
+        return _report(assembly, self._flat(query, assembly.block, system), gathered.seconds)
+
+    def build_block_report(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        scope: Scope | None = None,
+        budget: int | None = None,
+        callbacks: Callbacks = None,
+    ) -> ContextReport:
+        """Build the dynamic block alone and report every decision.
+
+        Args:
+            query: The current question.
+            sources: Sources for this call; the builder's own when None.
+            scope: The run's session.
+            budget: The block's cap, e.g. `WindowBudget.rag_budget`; the config's dynamic
+                region when None.
+            callbacks: Callbacks for the sources' own runs.
+        """
+        chosen = self._resolve(sources)
+        block_budget = self._block_budget(budget, "")
+        gathered = self._gather(query, chosen, scope, callbacks)
+        assembly = self._assemble(gathered, block_budget, flat=False)
+        return _report(assembly, assembly.block, gathered.seconds)
+
+    async def abuild_block_report(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        scope: Scope | None = None,
+        budget: int | None = None,
+        callbacks: Callbacks = None,
+    ) -> ContextReport:
+        """Async twin of `build_block_report`; fetches from all sources concurrently."""
+        chosen = self._resolve(sources)
+        block_budget = self._block_budget(budget, "")
+        gathered = await self._agather(query, chosen, scope, callbacks)
+        assembly = self._assemble(gathered, block_budget, flat=False)
+        return _report(assembly, assembly.block, gathered.seconds)
+
+    def select(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        scope: Scope | None = None,
+        budget: int | None = None,
+        callbacks: Callbacks = None,
+    ) -> list[RetrievalResult]:
+        """The candidates a block would keep, in layout order, within `budget` tokens.
+
+        Args:
+            query: The current question.
+            sources: Sources for this call instead of the builder's.
+            scope: Who is asking (user, tenant, session), passed to every source.
+            budget: Tokens the kept candidates may take; the config's dynamic region when None.
+            callbacks: Callbacks for the sources' retriever runs.
+        """
+        chosen = self._resolve(sources)
+        block_budget = self._block_budget(budget, "")
+        gathered = self._gather(query, chosen, scope, callbacks)
+        return self._kept(self._assemble(gathered, block_budget, flat=False))
+
+    async def aselect(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        scope: Scope | None = None,
+        budget: int | None = None,
+        callbacks: Callbacks = None,
+    ) -> list[RetrievalResult]:
+        """Async twin of `select` (sources gathered concurrently)."""
+        chosen = self._resolve(sources)
+        block_budget = self._block_budget(budget, "")
+        gathered = await self._agather(query, chosen, scope, callbacks)
+        return self._kept(self._assemble(gathered, block_budget, flat=False))
+
+    def _kept(self, assembly: Assembly) -> list[RetrievalResult]:
+        outcomes = assembly.outcomes
+        names = [name for name in section_names(self.config) if name in outcomes]  # layout order
+        return [r for name in names for r in outcomes[name].kept]
+
+    def build(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        system_prompt: str | None = None,
+        scope: Scope | None = None,
+    ) -> str:
+        """Return the flat prompt: system prompt -> sections -> current question.
+
+        For single-turn or RAG-style calls. See `build_report` for the arguments.
+        """
+        return self.build_report(
+            query, sources=sources, system_prompt=system_prompt, scope=scope
+        ).text
+
+    async def abuild(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        system_prompt: str | None = None,
+        scope: Scope | None = None,
+    ) -> str:
+        """Async twin of `build`."""
+        report = await self.abuild_report(
+            query, sources=sources, system_prompt=system_prompt, scope=scope
+        )
+        return report.text
+
+    def build_block(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        scope: Scope | None = None,
+        budget: int | None = None,
+    ) -> str:
+        """Return the dynamic block alone ("" when there are no candidates).
+
+        For multi-turn use: inject the block as a system message and pass the history as
+        role-tagged messages, so user and assistant roles are not flattened. Retrieved
+        (rag) and tool sections are fenced as data unless the config says otherwise.
+        """
+        return self.build_block_report(query, sources=sources, scope=scope, budget=budget).text
+
+    async def abuild_block(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        scope: Scope | None = None,
+        budget: int | None = None,
+    ) -> str:
+        """Async twin of `build_block`; fans out over sources concurrently."""
+        report = await self.abuild_block_report(query, sources=sources, scope=scope, budget=budget)
+        return report.text
+
+    # --- Runnable ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _parse(value: str | BuilderInput) -> tuple[str, Scope | None, str | None]:
+        if isinstance(value, str):
+            return value, None, None
+        if isinstance(value, Mapping) and isinstance(value.get("query"), str):
+            return value["query"], value.get("scope"), value.get("system_prompt")
+        msg = (
+            "ContextBuilder expects a str or a dict with a 'query' str, "
+            f"got {type(value).__name__}."
+        )
+        raise TypeError(msg)
+
+    def _invoke(
+        self,
+        value: str | BuilderInput,
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> str:
+        query, scope, system = self._parse(value)
+        report = self.build_report(
+            query, system_prompt=system, scope=scope, callbacks=run_manager.get_child()
+        )
+        dispatch_custom_event(REPORT_EVENT, report.as_dict(), config=config)
+        return report.text
+
+    async def _ainvoke(
+        self,
+        value: str | BuilderInput,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> str:
+        query, scope, system = self._parse(value)
+        report = await self.abuild_report(
+            query, system_prompt=system, scope=scope, callbacks=run_manager.get_child()
+        )
+        await adispatch_custom_event(REPORT_EVENT, report.as_dict(), config=config)
+        return report.text
+
+    def invoke(
+        self,
+        input: str | BuilderInput,  # noqa: A002 - the Runnable signature
+        config: RunnableConfig | None = None,
+        **kwargs: Any,  # noqa: ANN401
+    ) -> str:
+        """Return the flat prompt for a question (a str or a `BuilderInput` dict)."""
+        return self._call_with_config(self._invoke, input, config, **kwargs)
+
+    async def ainvoke(
+        self,
+        input: str | BuilderInput,  # noqa: A002 - the Runnable signature
+        config: RunnableConfig | None = None,
+        **kwargs: Any,  # noqa: ANN401
+    ) -> str:
+        """Async twin of `invoke`; fetches from all sources concurrently."""
+        return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
+
+    def as_block(self, *, budget: int | None = None) -> Runnable[str | BuilderInput, str]:
+        """A Runnable that returns the dynamic block alone, for a prompt's ``{context}``.
+
+        Args:
+            budget: The block's cap; the config's dynamic region when None.
+        """
+
+        def block(value: str | BuilderInput) -> str:
+            query, scope, _ = self._parse(value)
+            return self.build_block(query, scope=scope, budget=budget)
+
+        async def ablock(value: str | BuilderInput) -> str:
+            query, scope, _ = self._parse(value)
+            return await self.abuild_block(query, scope=scope, budget=budget)
+
+        return RunnableLambda(block, afunc=ablock, name="ContextBuilderBlock")

@@ -1,0 +1,450 @@
+"""`StoreNoteStore`: notes in any LangGraph `BaseStore`, shared by processes and machines.
+
+Each note is one item, keyed by its id, in one namespace (`("notes",)` by default); its
+value is `Note.to_dict()`. Put the store on Postgres (`PostgresStore`) and every agent
+process on every machine sees the same notes.
+
+`list`, `search` and `summary` work on an in-memory copy of the namespace, kept warm
+between calls: every write through a `StoreNoteStore` also replaces a small generation
+item (`"__generation__"`) with a fresh random token, and a reader reloads its copy only
+when that token changed. A `get`, `update` or `delete` always reads the item itself.
+
+Every operation is written once, as a generator of LangGraph store operations
+(`GetOp`, `SearchOp`, `PutOp`); `store.batch` drives it for the sync methods and
+`store.abatch` for the async ones, so both paths run the same logic.
+
+Limits: `BaseStore` has no compare-and-set, so two machines creating notes at the same
+moment may together pass `max_notes` by a few, and a write landing in the instant between
+another writer's check and its write leaves that writer's copy stale until the next write
+by anyone. Items written to the namespace by other means are read as notes if they
+parse as notes, and otherwise ignored with a warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import secrets
+import threading
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from langchain_core.runnables.config import run_in_executor
+from langgraph.store.base import BaseStore, GetOp, Item, Op, PutOp, Result, SearchOp
+
+from langchain_contextkit.errors import ConfigError, InvalidNoteError, NoteNotFoundError
+from langchain_contextkit.notes._search import SearchIndex, query_terms
+from langchain_contextkit.notes.model import (
+    DEFAULT_MAX_CONTENT_CHARS,
+    DEFAULT_MAX_NOTES,
+    Note,
+    NoteHit,
+    NoteInfo,
+    NoteSummary,
+    check_note_id,
+    is_note_id,
+    new_note_id,
+    select,
+    summarize,
+)
+from langchain_contextkit.notes.store import DEFAULT_RECENT, DEFAULT_SEARCH_LIMIT, NoteStore
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_contextkit.notes.model import NoteType
+
+__all__ = ["DEFAULT_NAMESPACE", "StoreNoteStore"]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+# An operation: yields batches of store ops, receives their results, returns a value.
+_Flow = Generator[list[Op], list[Result], _T]
+
+DEFAULT_NAMESPACE: tuple[str, ...] = ("notes",)
+"""The namespace notes are kept in unless told otherwise."""
+
+_GENERATION_KEY = "__generation__"
+_PAGE = 1000  # items per search call when the namespace is (re)loaded
+_LOAD_ATTEMPTS = 3  # reloads retried when a write lands in the middle of one
+
+
+class StoreNoteStore(NoteStore):
+    """Notes kept in a LangGraph `BaseStore`, under one namespace.
+
+    Sync methods call `store.batch`, async ones `store.abatch`, so a store with native
+    async I/O is used natively.
+
+    ```python
+    from langgraph.store.memory import InMemoryStore
+
+    from langchain_contextkit.notes import StoreNoteStore
+
+    shared = InMemoryStore()
+    writer = StoreNoteStore(shared, namespace=("notes", "project-x"))
+    reader = StoreNoteStore(shared, namespace=("notes", "project-x"))
+    note = writer.create(title="依赖冲突", content="库 A 需要 B<2", note_type="blocker")
+    print([info.title for info in reader.list_notes(note_type="blocker")])
+    print(shared.get(("notes", "project-x"), note.id).value["type"])
+    # ['依赖冲突']
+    # blocker
+    ```
+    """
+
+    store: BaseStore
+    """The LangGraph store holding the notes."""
+
+    namespace: tuple[str, ...]
+    """The namespace the notes live in."""
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        namespace: Sequence[str] = DEFAULT_NAMESPACE,
+        max_notes: int | None = DEFAULT_MAX_NOTES,
+        max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
+    ) -> None:
+        """Keep notes in `store` under `namespace`.
+
+        Args:
+            store: Any LangGraph `BaseStore` (`InMemoryStore`, `PostgresStore`, ...).
+            namespace: Non-empty labels without dots (a LangGraph rule).
+            max_notes: Notes the namespace holds before `create` is refused; `None` for
+                no cap.
+            max_content_chars: Characters a note's content may have.
+
+        Raises:
+            ConfigError: If `store` is not a `BaseStore`, the namespace is malformed or a
+                limit is invalid.
+        """
+        super().__init__(max_notes=max_notes, max_content_chars=max_content_chars)
+        _check_store(store)
+        labels = (namespace,) if isinstance(namespace, str) else tuple(namespace)
+        if not labels or not all(
+            isinstance(label, str) and label and "." not in label for label in labels
+        ):
+            msg = f"namespace must be non-empty labels without dots, got {namespace!r}"
+            raise ConfigError(msg)
+        self.store = store
+        self.namespace = labels
+        self._lock = threading.Lock()
+        self._notes: dict[str, Note] = {}
+        self._generation: str | None = None
+        self._loaded = False
+        self._search: SearchIndex | None = None
+
+    def __repr__(self) -> str:
+        """Show the store's type and the namespace."""
+        return f"{type(self).__name__}({type(self.store).__name__}, namespace={self.namespace!r})"
+
+    # -- the interface, sync -------------------------------------------------------------
+
+    def create(
+        self,
+        *,
+        title: str,
+        content: str,
+        note_type: NoteType = "general",
+        tags: Sequence[str] = (),
+        note_id: str | None = None,
+    ) -> Note:
+        """Create a note and return it, with its new id (see `NoteStore.create`)."""
+        draft = self._draft(
+            title=title, content=content, note_type=note_type, tags=tags, note_id=note_id
+        )
+        return self._run(self._create(draft, named=note_id is not None))
+
+    def get(self, note_id: str) -> Note:
+        """Return the note `note_id` (see `NoteStore.get`)."""
+        return self._run(self._get(check_note_id(note_id)))
+
+    def update(
+        self,
+        note_id: str,
+        *,
+        title: str | None = None,
+        content: str | None = None,
+        note_type: NoteType | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Note:
+        """Change the given fields of a note (see `NoteStore.update`)."""
+        changes = {"title": title, "content": content, "note_type": note_type, "tags": tags}
+        return self._run(self._update(check_note_id(note_id), changes))
+
+    def delete(self, note_id: str) -> NoteInfo:
+        """Delete a note and return what it was (see `NoteStore.delete`)."""
+        return self._run(self._delete(check_note_id(note_id)))
+
+    def list_notes(
+        self,
+        *,
+        note_type: NoteType | None = None,
+        tags: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[NoteInfo]:
+        """Return notes newest first, filtered (see `NoteStore.list`)."""
+        kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=True)
+        self._run(self._refresh())
+        return self._select(kind, wanted, most)
+
+    def search(
+        self,
+        query: str,
+        *,
+        note_type: NoteType | None = None,
+        tags: Sequence[str] = (),
+        limit: int = DEFAULT_SEARCH_LIMIT,
+    ) -> list[NoteHit]:
+        """Return the notes most relevant to `query` (see `NoteStore.search`)."""
+        kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=False)
+        self._run(self._refresh())
+        return self._search_local(str(query), kind, wanted, most or DEFAULT_SEARCH_LIMIT)
+
+    # -- the interface, async ------------------------------------------------------------
+
+    async def acreate(
+        self,
+        *,
+        title: str,
+        content: str,
+        note_type: NoteType = "general",
+        tags: Sequence[str] = (),
+        note_id: str | None = None,
+    ) -> Note:
+        """Async twin of `create`."""
+        draft = self._draft(
+            title=title, content=content, note_type=note_type, tags=tags, note_id=note_id
+        )
+        return await self._arun(self._create(draft, named=note_id is not None))
+
+    async def aget(self, note_id: str) -> Note:
+        """Async twin of `get`."""
+        return await self._arun(self._get(check_note_id(note_id)))
+
+    async def aupdate(
+        self,
+        note_id: str,
+        *,
+        title: str | None = None,
+        content: str | None = None,
+        note_type: NoteType | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Note:
+        """Async twin of `update`."""
+        changes = {"title": title, "content": content, "note_type": note_type, "tags": tags}
+        return await self._arun(self._update(check_note_id(note_id), changes))
+
+    async def adelete(self, note_id: str) -> NoteInfo:
+        """Async twin of `delete`."""
+        return await self._arun(self._delete(check_note_id(note_id)))
+
+    async def alist_notes(
+        self,
+        *,
+        note_type: NoteType | None = None,
+        tags: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[NoteInfo]:
+        """Async twin of `list`."""
+        kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=True)
+        await self._arun(self._refresh())
+        return self._select(kind, wanted, most)
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        note_type: NoteType | None = None,
+        tags: Sequence[str] = (),
+        limit: int = DEFAULT_SEARCH_LIMIT,
+    ) -> list[NoteHit]:
+        """Async twin of `search`; the ranking runs in an executor."""
+        kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=False)
+        await self._arun(self._refresh())
+        return await run_in_executor(
+            None, self._search_local, str(query), kind, wanted, most or DEFAULT_SEARCH_LIMIT
+        )
+
+    async def asummary(self, *, recent: int = DEFAULT_RECENT) -> NoteSummary:
+        """Async twin of `summary`."""
+        return summarize(await self.alist_notes(), recent=recent)
+
+    # -- operations, written once --------------------------------------------------------
+
+    def _create(self, draft: Note, *, named: bool = False) -> _Flow[Note]:
+        yield from self._refresh()
+        self._check_room(len(self._notes))
+        note = draft
+        while True:
+            (existing,) = yield [GetOp(self.namespace, note.id)]
+            if existing is None and note.id not in self._notes:
+                break
+            if named:
+                raise self._taken(note.id)
+            note = dataclasses.replace(note, id=new_note_id(note.created_at))
+        yield from self._commit(note.id, note)
+        return note
+
+    def _get(self, note_id: str) -> _Flow[Note]:
+        (found,) = yield [GetOp(self.namespace, note_id)]
+        return self._from_item(_item(found), note_id)
+
+    def _update(self, note_id: str, changes: dict[str, Any]) -> _Flow[Note]:
+        (found,) = yield [GetOp(self.namespace, note_id)]
+        note = self._revise(self._from_item(_item(found), note_id), **changes)
+        yield from self._commit(note_id, note)
+        return note
+
+    def _delete(self, note_id: str) -> _Flow[NoteInfo]:
+        (found,) = yield [GetOp(self.namespace, note_id)]
+        note = self._from_item(_item(found), note_id)
+        yield from self._commit(note_id, None)
+        return note.info()
+
+    def _commit(self, note_id: str, note: Note | None) -> _Flow[None]:
+        """Write (or, for `None`, delete) a note and bump the generation token."""
+        token = secrets.token_hex(8)
+        # The generation is read in the same batch, just before the writes: if it is the
+        # one our copy was loaded at, nobody else wrote since and our copy stays warm.
+        seen, _, _ = yield [
+            GetOp(self.namespace, _GENERATION_KEY),
+            PutOp(self.namespace, note_id, None if note is None else note.to_dict(), ttl=None),
+            PutOp(self.namespace, _GENERATION_KEY, {"token": token}, index=False, ttl=None),
+        ]
+        with self._lock:
+            fresh = self._loaded and _token(_item(seen)) == self._generation
+            if note is None:
+                self._notes.pop(note_id, None)
+            else:
+                self._notes[note_id] = note
+            self._generation = token if fresh else None
+
+    def _refresh(self) -> _Flow[None]:
+        """Reload the namespace into memory if anyone wrote since we last did."""
+        (found,) = yield [GetOp(self.namespace, _GENERATION_KEY)]
+        token = _token(_item(found))
+        with self._lock:
+            if self._loaded and token == self._generation and token is not None:
+                return
+        notes: dict[str, Note] = {}
+        for _ in range(_LOAD_ATTEMPTS):
+            notes = {}
+            offset = 0
+            while True:
+                (result,) = yield [SearchOp(self.namespace, limit=_PAGE, offset=offset)]
+                page = _items(result)
+                for found in page:
+                    if found.namespace == self.namespace and is_note_id(found.key):
+                        note = self._parse(found)
+                        if note is not None:
+                            notes[found.key] = note
+                if len(page) < _PAGE:
+                    break
+                offset += len(page)
+            # A write during the pages may have shifted them: if so, read them again.
+            (found,) = yield [GetOp(self.namespace, _GENERATION_KEY)]
+            if _token(_item(found)) == token:
+                break
+            token = _token(_item(found))
+        with self._lock:
+            self._notes = notes
+            self._generation = token
+            self._loaded = True
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _run(self, flow: _Flow[_T]) -> _T:
+        """Drive an operation with `store.batch`."""
+        try:
+            ops = next(flow)
+            while True:
+                ops = flow.send(self.store.batch(ops))
+        except StopIteration as done:
+            value: _T = done.value
+            return value
+
+    async def _arun(self, flow: _Flow[_T]) -> _T:
+        """Drive an operation with `store.abatch`."""
+        try:
+            ops = next(flow)
+            while True:
+                ops = flow.send(await self.store.abatch(ops))
+        except StopIteration as done:
+            value: _T = done.value
+            return value
+
+    def _select(
+        self, kind: NoteType | None, wanted: Sequence[str], most: int | None
+    ) -> list[NoteInfo]:
+        with self._lock:
+            notes = list(self._notes.values())
+        return select((note.info() for note in notes), note_type=kind, tags=wanted, limit=most)
+
+    def _search_local(
+        self, query: str, kind: NoteType | None, wanted: Sequence[str], most: int
+    ) -> list[NoteHit]:
+        """Rank the in-memory copy (no store access)."""
+        with self._lock:
+            notes = dict(self._notes)
+        if not query_terms(query):
+            recent = select(notes.values(), note_type=kind, tags=wanted, limit=most)
+            return [NoteHit(note=notes[info.id], score=0.0) for info in recent]
+        if self._search is None:
+            self._search = SearchIndex()
+        # A note is its own version stamp: notes are immutable and compared by value.
+        self._search.sync(
+            dict(notes),
+            lambda ids: ((notes[note_id], notes[note_id]) for note_id in ids),
+        )
+        ranked = self._search.search(query, note_type=kind, tags=wanted, limit=most)
+        return [NoteHit(note=note, score=score) for note, score in ranked]
+
+    def _from_item(self, item: Item | None, note_id: str) -> Note:
+        note = None if item is None else self._parse(item)
+        if note is None:
+            msg = (
+                f"no note with id {note_id!r} (deleted, or never created): use list or "
+                "search to find the ids of existing notes"
+            )
+            raise NoteNotFoundError(msg)
+        return note
+
+    def _parse(self, item: Item) -> Note | None:
+        try:
+            note = Note.from_dict(item.value)
+        except InvalidNoteError as error:
+            logger.warning("ignoring item %r in %r: %s", item.key, self.namespace, error)
+            return None
+        if note.id != item.key:
+            logger.warning(
+                "item %r in %r holds note %r; using the key", item.key, self.namespace, note.id
+            )
+            note = dataclasses.replace(note, id=item.key)
+        return note
+
+
+def _check_store(store: object) -> None:
+    """Refuse anything but a LangGraph store (typed `object`: it comes from users)."""
+    if not isinstance(store, BaseStore):
+        msg = f"store must be a LangGraph BaseStore, got {type(store).__name__}"
+        raise ConfigError(msg)
+
+
+def _item(result: Result) -> Item | None:
+    """The result of a `GetOp`."""
+    return result if isinstance(result, Item) else None
+
+
+def _items(result: Result) -> list[Item]:
+    """The results of a `SearchOp`."""
+    return [found for found in result or () if isinstance(found, Item)]  # type: ignore[union-attr]
+
+
+def _token(item: Item | None) -> str | None:
+    """The generation token in a generation item, if any."""
+    if item is None or not isinstance(item.value, dict):
+        return None
+    token = item.value.get("token")
+    return token if isinstance(token, str) else None

@@ -1,0 +1,34 @@
+"""Trajectory reducers: trim an agent's own working trajectory, per paradigm.
+
+A generic summary breaks a paradigm: it strips a reflection loop's past critiques or a
+plan's exact step numbers. Each reducer knows what its paradigm cannot lose, keeps it
+verbatim, summarises only the rest, and raises `ContextWindowExceeded` when what must be
+kept already exceeds the budget:
+
+- [`reduce_agent`][langchain_contextkit.reducers.agent.reduce_agent]: a tool-call loop.
+- [`reduce_plan`][langchain_contextkit.reducers.plan.reduce_plan]: a plan-and-execute
+  trajectory (`PlanTrajectory`).
+- [`reduce_reflection`][langchain_contextkit.reducers.reflection.reduce_reflection]:
+  draft/critique rounds (`ReflectionTrajectory`).
+
+Each is async and has a `*_sync` twin with the same arguments for sync code.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from langchain_contextkit.reducers.agent import reduce_agent
+from langchain_contextkit.reducers.plan import reduce_plan
+from langchain_contextkit.reducers.reflection import reduce_reflection
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping
+
+__all__ = ["REDUCERS"]
+
+REDUCERS: Mapping[str, Callable[..., Awaitable[Any]]] = MappingProxyType(
+    {"agent": reduce_agent, "plan": reduce_plan, "reflection": reduce_reflection}
+)
+"""The reducer of each paradigm, by name."""

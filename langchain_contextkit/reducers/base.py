@@ -1,0 +1,176 @@
+"""What every trajectory reducer shares: `ReducerConfig`, the summariser adapter, budget checks.
+
+A reducer summarises with any `SummarizerLike` (an async or sync `(text, instruction)`
+callback, an LLM summariser or the extractive one), within the room its budget leaves,
+and raises `ContextWindowExceeded` when what must be kept already exceeds the budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_contextkit._validate import check_count, from_known_fields
+from langchain_contextkit.compaction._chunked_summary import SAFETY, fitted_requests, run_async
+from langchain_contextkit.compaction.summarizers import (
+    ASummarize,
+    ExtractiveSummarizer,
+    LLMSummarizer,
+    Summarize,
+)
+from langchain_contextkit.errors import ContextWindowExceeded
+from langchain_contextkit.tokens import (
+    TokenCounter,
+    count_tokens,
+    truncate_to_tokens,
+)
+from langchain_contextkit.window_budget import model_limits
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ReducerConfig", "SummarizerLike", "tokens_of"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReducerConfig:
+    """How much recent text the reducers keep verbatim (seed 002's table).
+
+    The trajectory's token budget is not here: it comes from the window ledger
+    (`WindowBudget.trajectory_budget`), so the parts can never add up past the window.
+
+    Example:
+        ```python
+        from langchain_contextkit.reducers.base import ReducerConfig
+
+        cfg = ReducerConfig()
+        assert (cfg.agent_keep_recent_steps, cfg.plan_keep_recent) == (3, 3)
+        assert ReducerConfig.from_dict(cfg.to_dict()) == cfg
+        ```
+    """
+
+    agent_keep_recent_steps: int = 3
+    """Tool-loop units (an AI message with its tool results) kept verbatim at the end."""
+
+    plan_keep_recent: int = 3
+    """Plan step results kept verbatim at the end."""
+
+    def __post_init__(self) -> None:
+        """Validate the knobs."""
+        for name in ("agent_keep_recent_steps", "plan_keep_recent"):
+            check_count(name, getattr(self, name), minimum=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The knobs as a plain dict."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReducerConfig:
+        """Build from a dict; an unknown key is an error that names it.
+
+        Raises:
+            ConfigError: On an unknown key or an invalid value.
+        """
+        return from_known_fields(cls, data)
+
+
+def tokens_of(*texts: str, counter: TokenCounter = count_tokens) -> int:
+    """Estimate the total tokens of several texts.
+
+    Example:
+        ```python
+        from langchain_contextkit.reducers.base import tokens_of
+
+        assert tokens_of("hello world", "你好世界") == 7
+        ```
+    """
+    return sum(counter(text) for text in texts)
+
+
+SummarizerLike = ASummarize | Summarize | LLMSummarizer | ExtractiveSummarizer
+"""An async or sync `summarize(text, instruction) -> str`, or a summariser object."""
+
+
+def _as_async(summarize: SummarizerLike | None, room: int, counter: TokenCounter) -> ASummarize:
+    """Turn whatever the caller gave into an async callback (extractive when None)."""
+    if summarize is None:
+        return ExtractiveSummarizer(max_tokens=max(1, room), counter=counter).asummarize
+    if isinstance(summarize, (LLMSummarizer, ExtractiveSummarizer)):
+        return summarize.asummarize
+    function = summarize
+
+    async def call(text: str, instruction: str) -> str:
+        result = function(text, instruction)
+        if inspect.isawaitable(result):
+            result = await result
+        return result if isinstance(result, str) else ""
+
+    return call
+
+
+def _fits(text: str, instruction: str, room: int, window: int, counter: TokenCounter) -> bool:
+    """Whether one summariser request (text, instruction, the answer) fits `window`."""
+    return counter(text) + counter(instruction) + room + 64 <= int(window * (1 - SAFETY))
+
+
+async def _summary_within(
+    summarize: SummarizerLike | None,
+    text: str,
+    instruction: str,
+    room: int,
+    counter: TokenCounter,
+) -> str:
+    """Summarise `text` into at most `room` tokens.
+
+    The extractive summary steps in when the summariser fails or returns nothing; when
+    that finds nothing either (no sentence carries a fact), the text itself, cut to the
+    room, is the summary: lossy but real, never a placeholder and never an error.
+    """
+    if room < 1:
+        return ""
+    try:
+        llm = summarize if isinstance(summarize, LLMSummarizer) else None
+        window = None if llm is None else model_limits(llm.llm)[0]
+        if (
+            llm is not None
+            and window is not None
+            and not _fits(text, instruction, room, window, counter)
+        ):
+            # Too long for the model's own window: summarised in chunks, then merged.
+            requests = fitted_requests(
+                text.split("\n"),
+                None,
+                window=window,
+                cap=room,
+                prompts=llm.prompts,
+                counter=counter,
+            )
+            summary = await run_async(requests, llm.asummarize)
+        else:
+            summary = await _as_async(summarize, room, counter)(text, instruction)
+    except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost data
+        logger.warning(
+            "summariser failed (%s: %s); using the extractive one", type(exc).__name__, exc
+        )
+        summary = ""
+    if not summary.strip() and summarize is not None:
+        summary = ExtractiveSummarizer(max_tokens=room, counter=counter)(text, instruction)
+    if not summary.strip():
+        summary = text
+    summary = truncate_to_tokens(summary.strip(), room, counter)
+    return summary if any(ch.isalnum() for ch in summary) else ""
+
+
+def _exceeded(*, what: str, required: int, budget: int) -> ContextWindowExceeded:
+    msg = f"{what} takes {required} tokens, more than the trajectory budget of {budget}"
+    return ContextWindowExceeded(msg, required=required, budget=budget)
+
+
+def _check_budget(budget: int) -> None:
+    check_count("budget", budget, minimum=0)
