@@ -505,7 +505,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         )
         self.ledger_size = ledger_size
         self.summarize_in_place = summarize_in_place
-        # For callers that keep no state: the calibration learnt by this process.
+        # For callers that keep no thread: the calibration learnt by this process (a
+        # thread's own is in its state, see `_calibration_for`).
         self._calibration = Calibration()
 
     @property
@@ -579,10 +580,26 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         ledgers = request.state.get(LEDGER_KEY)
         return summary, list(ledgers) if isinstance(ledgers, list) else []
 
+    def _calibration_for(self, request: ModelRequest[Any]) -> Calibration:
+        """The calibration in force: the thread's, else (no thread) this process's.
+
+        A thread's calibration lives in its state, so whichever process serves a turn
+        starts from the same one; a thread's first call starts fresh, not from what this
+        process learnt on other threads. Only a caller that keeps no thread (no
+        ``thread_id``, so no checkpointer) uses what this process learnt.
+        """
+        stored = request.state.get(CALIBRATION_KEY)
+        if stored:
+            return Calibration.from_state(stored)
+        runtime = getattr(request, "runtime", None)
+        info = getattr(runtime, "execution_info", None)
+        if getattr(info, "thread_id", None) is not None:
+            return Calibration()
+        return self._calibration
+
     def _prepare(self, request: ModelRequest[Any]) -> _Call:
         summary, ledgers = self._state(request)
-        stored = request.state.get(CALIBRATION_KEY)
-        calibration = Calibration.from_state(stored) if stored else self._calibration
+        calibration = self._calibration_for(request)
         budget = self.assembler.budget_for(
             model=request.model, system_message=request.system_message, tools=request.tools
         )
