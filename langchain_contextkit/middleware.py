@@ -332,6 +332,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
             ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
             room_tokens=None if budget is None else budget.spendable,
             summarizer_window=None if budget is None else budget.window,
+            reuse_recaps=not _in_thread(request),
         )
         response = handler(request.override(messages=cast("list[AnyMessage]", result.messages)))
         return self._respond(result, response)
@@ -352,6 +353,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
             ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
             room_tokens=None if budget is None else budget.spendable,
             summarizer_window=None if budget is None else budget.window,
+            reuse_recaps=not _in_thread(request),
         )
         response = await handler(
             request.override(messages=cast("list[AnyMessage]", result.messages))
@@ -389,6 +391,8 @@ class _Call:
     ledgers: list[Any]
     calibration: Calibration
     in_place: InPlaceSummary | None
+    in_thread: bool
+    """The call belongs to a thread (a ``thread_id``): its state is its only memory."""
 
 
 class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
@@ -580,7 +584,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         ledgers = request.state.get(LEDGER_KEY)
         return summary, list(ledgers) if isinstance(ledgers, list) else []
 
-    def _calibration_for(self, request: ModelRequest[Any]) -> Calibration:
+    def _calibration_for(self, request: ModelRequest[Any], *, in_thread: bool) -> Calibration:
         """The calibration in force: the thread's, else (no thread) this process's.
 
         A thread's calibration lives in its state, so whichever process serves a turn
@@ -591,15 +595,12 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         stored = request.state.get(CALIBRATION_KEY)
         if stored:
             return Calibration.from_state(stored)
-        runtime = getattr(request, "runtime", None)
-        info = getattr(runtime, "execution_info", None)
-        if getattr(info, "thread_id", None) is not None:
-            return Calibration()
-        return self._calibration
+        return Calibration() if in_thread else self._calibration
 
     def _prepare(self, request: ModelRequest[Any]) -> _Call:
         summary, ledgers = self._state(request)
-        calibration = self._calibration_for(request)
+        in_thread = _in_thread(request)
+        calibration = self._calibration_for(request, in_thread=in_thread)
         budget = self.assembler.budget_for(
             model=request.model, system_message=request.system_message, tools=request.tools
         )
@@ -609,7 +610,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             if self.summarize_in_place and compactor.llm is not None
             else None
         )
-        return _Call(request, budget, summary, ledgers, calibration, in_place)
+        return _Call(request, budget, summary, ledgers, calibration, in_place, in_thread)
 
     def _assemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
         request = call.request
@@ -625,6 +626,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             calibration=call.calibration,
             shrink=shrink,
             anchor=None if shrink else _anchor(call.ledgers),
+            reuse_recaps=not call.in_thread,
         )
 
     async def _aassemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
@@ -641,6 +643,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             calibration=call.calibration,
             shrink=shrink,
             anchor=None if shrink else _anchor(call.ledgers),
+            reuse_recaps=not call.in_thread,
         )
 
     def _retry_shrink(self, call: _Call, assembly: WindowAssembly, error: Exception) -> int:
@@ -744,6 +747,17 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 raise self._exceeded(assembly, again) from again
             return self._respond(call, assembly, response, retried=True)
         return self._respond(call, assembly, response, retried=False)
+
+
+def _in_thread(request: ModelRequest[Any]) -> bool:
+    """Whether the call runs in a thread (a ``thread_id``, as a checkpointer needs).
+
+    Such a call's only memory is the thread's state, never this process's: any worker may
+    serve its next turn, and must send the same request.
+    """
+    runtime = getattr(request, "runtime", None)
+    info = getattr(runtime, "execution_info", None)
+    return getattr(info, "thread_id", None) is not None
 
 
 def _anchor(ledgers: Sequence[Any]) -> Anchor | None:
