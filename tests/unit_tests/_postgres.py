@@ -25,13 +25,17 @@ if TYPE_CHECKING:
 LOCALHOST = pytest.mark.allow_hosts(["127.0.0.1"])
 """The mark a test needs to open sockets to the cluster (and other loopback servers)."""
 
-_PG_BIN_CANDIDATES = [os.environ.get("PG_BIN", ""), "/usr/lib/postgresql/15/bin"]
 _NOBODY = 65534
 
 
 def pg_bin() -> Path | None:
-    """The folder holding initdb and pg_ctl, or None when there is none."""
-    for candidate in _PG_BIN_CANDIDATES:
+    """The folder holding initdb and pg_ctl (PG_BIN, Debian's newest, PATH), or None."""
+    debian = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin"),
+        key=lambda folder: int(folder.parent.name) if folder.parent.name.isdigit() else 0,
+        reverse=True,
+    )
+    for candidate in [os.environ.get("PG_BIN", ""), *map(str, debian)]:
         if candidate and (Path(candidate) / "initdb").is_file():
             return Path(candidate)
     found = shutil.which("initdb")
