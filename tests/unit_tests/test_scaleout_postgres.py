@@ -9,7 +9,16 @@ database and stub, and the two runs must agree request by request and state key 
 key. In the middle of the run a worker is SIGKILLed while the stub holds its request, and
 a new worker resumes the thread from the last checkpoint.
 
-The throwaway server comes from the `postgres_url` fixture (conftest, `_postgres`).
+Turns are routed before the run (`routes_for`); each worker takes its turns in script
+order and a turn waits only for the previous turn of its thread, so up to three turns of
+different threads run at once. The kill is timed by the stub: it holds the killed turn's
+second model call (the one after its note was written and checkpointed), the test then
+SIGKILLs that worker (its own child, by pid), checks what the checkpoint and the store
+hold, and sends ``resume`` to a new worker. Note ids and the note store's clock are made
+deterministic in the workers (`_scaleout`), so the two runs compare byte for byte.
+
+The throwaway server comes from the `postgres_url` fixture (conftest, `_postgres`). Run
+``python -m pytest tests/unit_tests/test_scaleout_postgres.py -s`` to see the figures.
 """
 
 from __future__ import annotations
@@ -344,7 +353,7 @@ def databases(postgres_url):
     return urls
 
 
-def test_three_workers_serve_threads_as_one_process_would(databases, tmp_path):  # noqa: C901, PLR0915
+def test_three_workers_serve_threads_as_one_process_would(databases, tmp_path):  # noqa: PLR0915
     turns = script(threads=THREADS, turns=TURNS, seed=SEED)
     threads = sorted({turn.thread for turn in turns})
     by_thread = {t: [turn for turn in turns if turn.thread == t] for t in threads}
@@ -454,90 +463,18 @@ def test_three_workers_serve_threads_as_one_process_would(databases, tmp_path): 
     assert kill_checks["watcher_ids"] == kill_checks["fresh_ids"] == kill_checks["keys"]
 
     # ... yet thread by thread, the multi-worker run sent what the single process sent.
-    compared = 0
-    for thread in threads:
-        single_bodies = [body for _, body, _ in single_stub.bodies[thread]]
-        multi_records = multi_stub.bodies[thread]
-        if thread == KILLED_THREAD:
-            multi_bodies = _without_redone(multi_records, multi_run.killed["index"], multi_stub)
-        else:
-            multi_bodies = [body for _, body, _ in multi_records]
-        mismatch = next(
-            (
-                n
-                for n, (a, b) in enumerate(zip(single_bodies, multi_bodies, strict=False))
-                if a != b
-            ),
-            None,
-        )
-        assert mismatch is None, f"{thread}: request {mismatch} differs"
-        assert len(single_bodies) == len(multi_bodies), thread
-        compared += len(single_bodies)
-
+    compared = _check_requests(threads, single_stub, multi_stub, multi_run)
     # State: same ledgers, calibration, recap; the history whole, in the checkpoints.
-    single_states = thread_states(databases["single"], threads)
     multi_states = thread_states(databases["multi"], threads)
-    compactions = offloads = 0
-    for thread in threads:
-        values, other = single_states[thread]["values"], multi_states[thread]["values"]
-        for key in STATE_KEYS:
-            assert values.get(key) == other.get(key), (thread, key)
-        s_messages, m_messages = values["messages"], other["messages"]
-        assert _summary_row(values.get("contextkit_summary"), s_messages) == _summary_row(
-            other.get("contextkit_summary"), m_messages
-        ), thread
-        rows = [_message_row(m) for m in m_messages]
-        assert rows == [_message_row(m) for m in s_messages], thread
-        humans = [row[1] for row in rows if row[0] == "human"]
-        assert humans == [turn.text for turn in by_thread[thread]]
-        finals = [row for row in rows if row[0] == "ai" and not row[2]]
-        assert len(finals) == len(by_thread[thread])
-        ledgers = other["contextkit_ledger"]
-        compactions += sum(1 for ledger in ledgers if ledger["compacted"])
-        offloads += sum(ledger.get("offloaded", 0) for ledger in ledgers)
-        _check_checkpoint_chain(thread, multi_states[thread]["history"])
-
+    compactions, offloads = _check_states(
+        by_thread, thread_states(databases["single"], threads), multi_states
+    )
     assert compactions >= THREADS, "the window is meant to force compaction in every thread"
     assert offloads >= 2 * THREADS
-
     # Offloaded results: read back by a worker other than the one that fetched them.
-    for turn in turns:
-        if turn.action != "follow":
-            continue
-        fetch = next(
-            t for t in by_thread[turn.thread] if t.number == turn.number - 1 and t.action == "fetch"
-        )
-        assert multi_run.pids[turn.index] != multi_run.pids[fetch.index]
-        assert offloaded_by_fetcher[fetch.index] > 1, "the fetching worker stored every part"
-        rows = [_message_row(m) for m in multi_states[turn.thread]["values"]["messages"]]
-        start = rows.index(("human", turn.text, (), None, None))
-        read = next(row for row in rows[start:] if row[0] == "tool")
-        assert read[4] == "note", read
-        log = deploy_log(turn.arg)
-        body = read[1].split("\n\n", 1)[1]
-        assert body in log, "the note holds a page of the log"
-        assert body not in log[:400], "and it is the hidden part, not the head"
-
+    _check_offload_reads(turns, by_thread, multi_run, multi_states, offloaded_by_fetcher)
     # Notes: none lost, none duplicated, the same in both databases.
-    single_notes, multi_notes = notes_in(databases["single"]), notes_in(databases["multi"])
-    assert multi_notes == single_notes
-    expected = {
-        note_id_for(turn.thread, turn.number, 1) for turn in turns if turn.action == "remember"
-    }
-    assert {n for n in multi_notes if not n.startswith("note_offload_")} == expected
-    for turn in turns:
-        if turn.action == "fetch":
-            prefix = f"note_offload_fetch_log-call_{turn.thread}_{turn.number}_0-"
-            parts = sorted(
-                (n for n in multi_notes if n.startswith(prefix)),
-                key=lambda n: int(n.rsplit("_p", 1)[1]),
-            )
-            assert len(parts) > 1, prefix
-            assert "".join(multi_notes[n]["content"] for n in parts) == deploy_log(turn.arg)
-    for thread in threads:
-        revised = [turn for turn in by_thread[thread] if turn.action == "revise"][-1]
-        first = multi_notes[note_id_for(thread, 1, 1)]
-        assert first["content"] == revised.arg.split(" ", 1)[1]
+    _check_notes(turns, by_thread, notes_in(databases["single"]), notes_in(databases["multi"]))
 
     print(  # noqa: T201 - the run's figures, shown with -s
         f"\nscale-out: {len(turns)} turns, {len(threads)} threads, {compared} requests compared, "
@@ -596,3 +533,114 @@ def _check_checkpoint_chain(thread: str, history: list[dict[str, Any]]) -> None:
             assert len(ledgers) == previous_ledgers + 1, f"{thread}: recap without its ledger"
             assert ledgers[-1]["compacted"], f"{thread}: recap, but its call did not compact"
         previous_summary, previous_ledgers = summary, len(ledgers)
+
+
+def _check_requests(
+    threads: list[str], single_stub: RecordingStub, multi_stub: RecordingStub, multi_run: Run
+) -> int:
+    """Each thread's request bodies equal, one by one; returns how many were compared."""
+    compared = 0
+    for thread in threads:
+        single_bodies = [body for _, body, _ in single_stub.bodies[thread]]
+        multi_records = multi_stub.bodies[thread]
+        if thread == KILLED_THREAD:
+            multi_bodies = _without_redone(multi_records, multi_run.killed["index"], multi_stub)
+        else:
+            multi_bodies = [body for _, body, _ in multi_records]
+        mismatch = next(
+            (
+                n
+                for n, (a, b) in enumerate(zip(single_bodies, multi_bodies, strict=False))
+                if a != b
+            ),
+            None,
+        )
+        assert mismatch is None, f"{thread}: request {mismatch} differs"
+        assert len(single_bodies) == len(multi_bodies), thread
+        compared += len(single_bodies)
+    return compared
+
+
+def _check_states(
+    by_thread: dict[str, list[Turn]],
+    single_states: dict[str, dict[str, Any]],
+    multi_states: dict[str, dict[str, Any]],
+) -> tuple[int, int]:
+    """Same state keys and history in both runs, every checkpoint whole.
+
+    Returns:
+        The compactions and offloads the multi-worker run's ledgers record.
+    """
+    compactions = offloads = 0
+    for thread, thread_turns in by_thread.items():
+        values, other = single_states[thread]["values"], multi_states[thread]["values"]
+        for key in STATE_KEYS:
+            assert values.get(key) == other.get(key), (thread, key)
+        s_messages, m_messages = values["messages"], other["messages"]
+        assert _summary_row(values.get("contextkit_summary"), s_messages) == _summary_row(
+            other.get("contextkit_summary"), m_messages
+        ), thread
+        rows = [_message_row(m) for m in m_messages]
+        assert rows == [_message_row(m) for m in s_messages], thread
+        humans = [row[1] for row in rows if row[0] == "human"]
+        assert humans == [turn.text for turn in thread_turns]
+        finals = [row for row in rows if row[0] == "ai" and not row[2]]
+        assert len(finals) == len(thread_turns)
+        ledgers = other["contextkit_ledger"]
+        compactions += sum(1 for ledger in ledgers if ledger["compacted"])
+        offloads += sum(ledger.get("offloaded", 0) for ledger in ledgers)
+        _check_checkpoint_chain(thread, multi_states[thread]["history"])
+    return compactions, offloads
+
+
+def _check_offload_reads(
+    turns: list[Turn],
+    by_thread: dict[str, list[Turn]],
+    multi_run: Run,
+    multi_states: dict[str, dict[str, Any]],
+    offloaded_by_fetcher: dict[int, int],
+) -> None:
+    """Every `follow` turn read the hidden part of its log, on another worker."""
+    for turn in turns:
+        if turn.action != "follow":
+            continue
+        fetch = next(
+            t for t in by_thread[turn.thread] if t.number == turn.number - 1 and t.action == "fetch"
+        )
+        assert multi_run.pids[turn.index] != multi_run.pids[fetch.index]
+        assert offloaded_by_fetcher[fetch.index] > 1, "the fetching worker stored every part"
+        rows = [_message_row(m) for m in multi_states[turn.thread]["values"]["messages"]]
+        start = rows.index(("human", turn.text, (), None, None))
+        read = next(row for row in rows[start:] if row[0] == "tool")
+        assert read[4] == "note", read
+        log = deploy_log(turn.arg)
+        body = read[1].split("\n\n", 1)[1]
+        assert body in log, "the note holds a page of the log"
+        assert body not in log[:400], "and it is the hidden part, not the head"
+
+
+def _check_notes(
+    turns: list[Turn],
+    by_thread: dict[str, list[Turn]],
+    single_notes: dict[str, dict[str, Any]],
+    multi_notes: dict[str, dict[str, Any]],
+) -> None:
+    """No note lost or duplicated, each as its last write left it, offloads whole."""
+    assert multi_notes == single_notes
+    expected = {
+        note_id_for(turn.thread, turn.number, 1) for turn in turns if turn.action == "remember"
+    }
+    assert {n for n in multi_notes if not n.startswith("note_offload_")} == expected
+    for turn in turns:
+        if turn.action == "fetch":
+            prefix = f"note_offload_fetch_log-call_{turn.thread}_{turn.number}_0-"
+            parts = sorted(
+                (n for n in multi_notes if n.startswith(prefix)),
+                key=lambda n: int(n.rsplit("_p", 1)[1]),
+            )
+            assert len(parts) > 1, prefix
+            assert "".join(multi_notes[n]["content"] for n in parts) == deploy_log(turn.arg)
+    for thread, thread_turns in by_thread.items():
+        revised = [turn for turn in thread_turns if turn.action == "revise"][-1]
+        first = multi_notes[note_id_for(thread, 1, 1)]
+        assert first["content"] == revised.arg.split(" ", 1)[1]
