@@ -252,6 +252,7 @@ class WindowAssembler:
         calibration: Calibration | None = None,
         shrink: int = 0,
         anchor: Anchor | None = None,
+        reuse_recaps: bool = True,
     ) -> WindowAssembly:
         """Lay out one model call (sync). See `aassemble`."""
         if budget is None:
@@ -274,6 +275,7 @@ class WindowAssembler:
             ceiling_tokens=budget.window - budget.output_reserve,
             room_tokens=self.history_room(budget),
             summarizer_window=budget.window,
+            reuse_recaps=reuse_recaps,
         )
         assembly = self._finish(
             budget,
@@ -302,6 +304,7 @@ class WindowAssembler:
         calibration: Calibration | None = None,
         shrink: int = 0,
         anchor: Anchor | None = None,
+        reuse_recaps: bool = True,
     ) -> WindowAssembly:
         """Lay out one model call: the messages to send after the system message.
 
@@ -323,6 +326,8 @@ class WindowAssembler:
             anchor: The previous call's estimate and reported usage, when this request
                 extends that one: its shared part is then known exactly, and only what is
                 new is estimated (the ledger's figure, not the budget's).
+            reuse_recaps: Let a recap the compactor remembers stand in for a new one
+                (`HistoryCompactor.compact_view`); False for a checkpointed thread.
 
         Raises:
             ContextWindowExceeded: When the fixed parts and the current question alone do
@@ -349,6 +354,7 @@ class WindowAssembler:
             ceiling_tokens=budget.window - budget.output_reserve,
             room_tokens=self.history_room(budget),
             summarizer_window=budget.window,
+            reuse_recaps=reuse_recaps,
         )
         assembly = self._finish(
             budget,

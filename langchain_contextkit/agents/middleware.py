@@ -326,6 +326,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
             ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
             room_tokens=None if budget is None else budget.spendable,
             summarizer_window=None if budget is None else budget.window,
+            reuse_recaps=not _in_thread(request),
         )
         response = handler(request.override(messages=cast("list[AnyMessage]", result.messages)))
         return self._respond(result, response)
@@ -346,6 +347,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
             ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
             room_tokens=None if budget is None else budget.spendable,
             summarizer_window=None if budget is None else budget.window,
+            reuse_recaps=not _in_thread(request),
         )
         response = await handler(
             request.override(messages=cast("list[AnyMessage]", result.messages))
@@ -383,6 +385,8 @@ class _Call:
     ledgers: list[Any]
     calibration: Calibration
     in_place: InPlaceSummary | None
+    in_thread: bool
+    """The call belongs to a thread (a ``thread_id``): its state is its only memory."""
 
 
 class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
@@ -499,7 +503,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         )
         self.ledger_size = ledger_size
         self.summarize_in_place = summarize_in_place
-        # For callers that keep no state: the calibration learnt by this process.
+        # For callers that keep no thread: the calibration learnt by this process (a
+        # thread's own is in its state, see `_calibration_for`).
         self._calibration = Calibration()
 
     @property
@@ -573,10 +578,23 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         ledgers = request.state.get(LEDGER_KEY)
         return summary, list(ledgers) if isinstance(ledgers, list) else []
 
+    def _calibration_for(self, request: ModelRequest[Any], *, in_thread: bool) -> Calibration:
+        """The calibration in force: the thread's, else (no thread) this process's.
+
+        A thread's calibration lives in its state, so whichever process serves a turn
+        starts from the same one; a thread's first call starts fresh, not from what this
+        process learnt on other threads. Only a caller that keeps no thread (no
+        ``thread_id``, so no checkpointer) uses what this process learnt.
+        """
+        stored = request.state.get(CALIBRATION_KEY)
+        if stored:
+            return Calibration.from_state(stored)
+        return Calibration() if in_thread else self._calibration
+
     def _prepare(self, request: ModelRequest[Any]) -> _Call:
         summary, ledgers = self._state(request)
-        stored = request.state.get(CALIBRATION_KEY)
-        calibration = Calibration.from_state(stored) if stored else self._calibration
+        in_thread = _in_thread(request)
+        calibration = self._calibration_for(request, in_thread=in_thread)
         budget = self.assembler.budget_for(
             model=request.model, system_message=request.system_message, tools=request.tools
         )
@@ -586,7 +604,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             if self.summarize_in_place and compactor.llm is not None
             else None
         )
-        return _Call(request, budget, summary, ledgers, calibration, in_place)
+        return _Call(request, budget, summary, ledgers, calibration, in_place, in_thread)
 
     def _assemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
         request = call.request
@@ -602,6 +620,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             calibration=call.calibration,
             shrink=shrink,
             anchor=None if shrink else _anchor(call.ledgers),
+            reuse_recaps=not call.in_thread,
         )
 
     async def _aassemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
@@ -618,6 +637,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             calibration=call.calibration,
             shrink=shrink,
             anchor=None if shrink else _anchor(call.ledgers),
+            reuse_recaps=not call.in_thread,
         )
 
     def _retry_shrink(self, call: _Call, assembly: WindowAssembly, error: Exception) -> int:
@@ -721,6 +741,17 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 raise self._exceeded(assembly, again) from again
             return self._respond(call, assembly, response, retried=True)
         return self._respond(call, assembly, response, retried=False)
+
+
+def _in_thread(request: ModelRequest[Any]) -> bool:
+    """Whether the call runs in a thread (a ``thread_id``, as a checkpointer needs).
+
+    Such a call's only memory is the thread's state, never this process's: any worker may
+    serve its next turn, and must send the same request.
+    """
+    runtime = getattr(request, "runtime", None)
+    info = getattr(runtime, "execution_info", None)
+    return getattr(info, "thread_id", None) is not None
 
 
 def _anchor(ledgers: Sequence[Any]) -> Anchor | None:

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import RunnableConfig
 
     from langchain_contextkit.agents.offload import OffloadConfig, OffloadStore
     from langchain_contextkit.budget import ContextConfig
@@ -164,7 +165,7 @@ def compaction_node(
             return {}
         return {messages_key: [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.messages]}
 
-    def compact(state: Mapping[str, Any]) -> dict[str, Any]:
+    def compact(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         result = compactor.compact_view(
             state[messages_key],
             summary=summary_of(state),
@@ -172,10 +173,11 @@ def compaction_node(
             ceiling_tokens=ceiling,
             room_tokens=room,
             summarizer_window=summarizer_window,
+            reuse_recaps=not _in_thread(config),
         )
         return update(result)
 
-    async def acompact(state: Mapping[str, Any]) -> dict[str, Any]:
+    async def acompact(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         result = await compactor.acompact_view(
             state[messages_key],
             summary=summary_of(state),
@@ -183,10 +185,17 @@ def compaction_node(
             ceiling_tokens=ceiling,
             room_tokens=room,
             summarizer_window=summarizer_window,
+            reuse_recaps=not _in_thread(config),
         )
         return update(result)
 
     return RunnableLambda(compact, afunc=acompact, name="compact_history")
+
+
+def _in_thread(config: RunnableConfig | None) -> bool:
+    """Whether a node runs in a thread (a ``thread_id``): its state is its only memory."""
+    configurable = (config or {}).get("configurable") or {}
+    return configurable.get("thread_id") is not None
 
 
 def _fixed_costs(
@@ -497,9 +506,13 @@ def context_node(
         return learn_from_history(calibration, state.get(ledger_key) or [], state[messages_key])
 
     def inputs(
-        state: Mapping[str, Any], calibration: Calibration, ledgers: list[Any]
+        state: Mapping[str, Any],
+        calibration: Calibration,
+        ledgers: list[Any],
+        config: RunnableConfig,
     ) -> dict[str, Any]:
         return {
+            "reuse_recaps": not _in_thread(config),
             "system_message": system,
             "tools": tools,
             "model": model,
@@ -519,15 +532,17 @@ def context_node(
             calibration_key: calibration.to_dict(),
         }
 
-    def assemble(state: Mapping[str, Any]) -> dict[str, Any]:
+    def assemble(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         calibration, ledgers = learnt(state)
-        assembly = assembler.assemble(state[messages_key], **inputs(state, calibration, ledgers))
+        assembly = assembler.assemble(
+            state[messages_key], **inputs(state, calibration, ledgers, config)
+        )
         return update(assembly, calibration, ledgers)
 
-    async def aassemble(state: Mapping[str, Any]) -> dict[str, Any]:
+    async def aassemble(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         calibration, ledgers = learnt(state)
         assembly = await assembler.aassemble(
-            state[messages_key], **inputs(state, calibration, ledgers)
+            state[messages_key], **inputs(state, calibration, ledgers, config)
         )
         return update(assembly, calibration, ledgers)
 

@@ -401,9 +401,7 @@ class HistoryCompactor:
         self._recaps = _RecapMemo()
         self._index = HistoryIndex(token_counter)
 
-    def known_history(
-        self, messages: Sequence[BaseMessage]
-    ) -> tuple[int, CleanScan | None] | None:
+    def known_history(self, messages: Sequence[BaseMessage]) -> tuple[int, CleanScan | None] | None:
         """Tokens of `messages` (no reply priming) and the message rules' state at their end.
 
         Known, without a pass over them, when they end the history this thread compacted
@@ -511,6 +509,7 @@ class HistoryCompactor:
         ceiling_tokens: int | None = None,
         room_tokens: int | None = None,
         summarizer_window: int | None = None,
+        reuse_recaps: bool = True,
     ) -> CompactionResult:
         """Compute the view a model should see, extending `summary` when the trigger fires.
 
@@ -534,6 +533,12 @@ class HistoryCompactor:
             summarizer_window: The window of the model that writes recaps, when neither
                 `summarizer_window` at construction nor the LLM's profile states it (the
                 agent's window when the agent's model summarises).
+            reuse_recaps: Let a recap this compactor made earlier, for the same
+                messages, stand in for a new one (a caller that re-sends the whole list
+                and keeps no state). Pass False for a checkpointed thread: its `summary`
+                is the authority, and a recap from this process's memory (another
+                thread with the same opening turns, or a call that failed before its
+                checkpoint) would make its requests depend on which process serves it.
 
         Returns:
             The view, the new running summary and what happened.
@@ -542,7 +547,9 @@ class HistoryCompactor:
             ContextWindowExceeded: When even one recent turn and the recap exceed
                 `ceiling_tokens` (the history itself is untouched).
         """
-        plan = self._plan(history, summary, overhead_tokens, ceiling_tokens, room_tokens)
+        plan = self._plan(
+            history, summary, overhead_tokens, ceiling_tokens, room_tokens, reuse=reuse_recaps
+        )
         if isinstance(plan, CompactionResult):
             return self._within(plan, ceiling_tokens)
         plan.summarizer_window = self._summarizer_window(summarizer_window)
@@ -585,9 +592,12 @@ class HistoryCompactor:
         ceiling_tokens: int | None = None,
         room_tokens: int | None = None,
         summarizer_window: int | None = None,
+        reuse_recaps: bool = True,
     ) -> CompactionResult:
         """Async `compact_view` with async callbacks (`asummarize`, `asummarize_view`)."""
-        plan = self._plan(history, summary, overhead_tokens, ceiling_tokens, room_tokens)
+        plan = self._plan(
+            history, summary, overhead_tokens, ceiling_tokens, room_tokens, reuse=reuse_recaps
+        )
         if isinstance(plan, CompactionResult):
             return self._within(plan, ceiling_tokens)
         plan.summarizer_window = self._summarizer_window(summarizer_window)
@@ -742,9 +752,11 @@ class HistoryCompactor:
         overhead: int,
         ceiling: int | None,
         room: int | None = None,
+        *,
+        reuse: bool = True,
     ) -> _Plan | CompactionResult:
         if room is not None and self.sized_by_window:
-            return self._plan_sized(history, summary, overhead, ceiling, room)
+            return self._plan_sized(history, summary, overhead, ceiling, room, reuse=reuse)
         system, rest, previous = self._split_recap(history)
         covered = 0
         if previous is None and summary is not None:
@@ -836,6 +848,8 @@ class HistoryCompactor:
         overhead: int,
         ceiling: int | None,
         room: int,
+        *,
+        reuse: bool = True,
     ) -> _Plan | CompactionResult:
         """Plan a window-sized compaction: cuts on the history's own grid (module docs)."""
         system, rest, previous = self._split_recap(history)
@@ -849,7 +863,7 @@ class HistoryCompactor:
         base = 0
         if previous is None and summary is not None:
             previous, base = self._summary_in_force(summary, rest, digests)
-        if digests is not None:
+        if digests is not None and reuse:
             # A recap this process made for a later point (a caller that re-sends the whole
             # list and keeps no state): any unit start, as a call whose turn did not fit
             # may have cut off the grid (forced), and its checkpointed twin went on from there.

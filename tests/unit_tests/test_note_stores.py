@@ -8,16 +8,11 @@ server binaries exist. Set PG_BIN to point at another installation's bin folder.
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
 import uuid
 from datetime import datetime
-from pathlib import Path
 
 import pytest
+from _postgres import LOCALHOST
 from langgraph.store.memory import InMemoryStore
 
 from langchain_contextkit import (
@@ -31,73 +26,7 @@ from langchain_contextkit import (
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.notes.model import NOTE_TYPES
 
-# -- a throwaway PostgreSQL server ------------------------------------------------------
-
-_PG_BIN_CANDIDATES = [os.environ.get("PG_BIN", ""), "/usr/lib/postgresql/15/bin"]
-_NOBODY = 65534
-LOCALHOST = pytest.mark.allow_hosts(["127.0.0.1"])
-
-
-def _pg_bin() -> Path | None:
-    for candidate in _PG_BIN_CANDIDATES:
-        if candidate and (Path(candidate) / "initdb").is_file():
-            return Path(candidate)
-    found = shutil.which("initdb")
-    return Path(found).parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def postgres_url():
-    bindir = _pg_bin()
-    if bindir is None:
-        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl); set PG_BIN to their folder")
-    pytest.importorskip("langgraph.store.postgres", reason="langgraph-checkpoint-postgres missing")
-    root = Path(tempfile.mkdtemp(prefix="contextkit-pg-"))
-    # initdb refuses to run as root: hand the folder to an unprivileged user and run as it.
-    as_user: dict[str, int] = {}
-    if os.geteuid() == 0:
-        os.chown(root, _NOBODY, _NOBODY)
-        as_user = {"user": _NOBODY, "group": _NOBODY}
-    data = root / "data"
-    port = _free_port()
-    env = {**os.environ, "LC_ALL": "C"}
-    subprocess.run(  # noqa: S603 - the server's own binaries, fixed arguments
-        [bindir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-        check=True,
-        capture_output=True,
-        env=env,
-        cwd=root,
-        **as_user,
-    )
-    options = (
-        f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={root} "
-        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    )
-    subprocess.run(  # noqa: S603 - the server's own binaries, fixed arguments
-        [bindir / "pg_ctl", "-D", data, "-o", options, "-l", root / "log", "-w", "start"],
-        check=True,
-        capture_output=True,
-        env=env,
-        cwd=root,
-        **as_user,
-    )
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(  # noqa: S603 - the server's own binaries, fixed arguments
-            [bindir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"],
-            check=False,
-            capture_output=True,
-            cwd=root,
-            **as_user,
-        )
-        shutil.rmtree(root, ignore_errors=True)
+# -- a throwaway PostgreSQL server (the `postgres_url` fixture: conftest + _postgres) --
 
 
 @pytest.fixture(scope="module")
