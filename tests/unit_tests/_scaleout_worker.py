@@ -32,10 +32,10 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.store.postgres import PostgresStore
 
-import langchain_contextkit.notes.base as notes_base
+import langchain_contextkit.notes.store as notes_base
 from langchain_contextkit import ContextKitMiddleware, NoteTool, StoreNoteStore
-from langchain_contextkit.notes import graph_store
-from langchain_contextkit.offload import NoteOffloadStore
+from langchain_contextkit.agents.offload import NoteOffloadStore
+from langchain_contextkit.notes import langgraph_store as graph_store
 
 
 class _Clock:

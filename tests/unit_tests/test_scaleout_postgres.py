@@ -41,7 +41,7 @@ import pytest
 from _postgres import LOCALHOST, create_database
 from _scaleout import NAMESPACE, WINDOW, Turn, deploy_log, note_id_for, respond, script, thread_of
 
-from langchain_contextkit.testing_openai import OpenAIStub
+from langchain_contextkit.testing.openai_stub import OpenAIStub
 
 if TYPE_CHECKING:
     from collections.abc import Callable
