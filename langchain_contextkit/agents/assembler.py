@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -195,6 +196,7 @@ class WindowAssembler:
         self.keep_recent_steps = keep_recent_steps
         self.counter = self.compactor.token_counter
         self.offloader = _offloader_for(offload, self.counter)
+        self._block_free = _BlockFree()
         self.builder = (
             ContextBuilder(
                 context_config or _config_for(self.sources),
@@ -259,7 +261,7 @@ class WindowAssembler:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         real = budget
         budget = self.estimator_budget(real, calibration, shrink)
-        view = _without_blocks(messages)
+        view = self._block_free.without_blocks(messages)
         offload = None
         if self.offloader is not None:
             offload = self.offloader.offload(view, room=self.history_room(real), tools=tools)
@@ -337,7 +339,7 @@ class WindowAssembler:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         real = budget
         budget = self.estimator_budget(real, calibration, shrink)
-        view = _without_blocks(messages)
+        view = self._block_free.without_blocks(messages)
         offload = None
         if self.offloader is not None:
             room = self.history_room(real)
@@ -618,13 +620,27 @@ def _split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], lis
     return list(messages), []
 
 
-def _without_blocks(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Drop retrieval blocks a previous layout left in (they are rebuilt every call)."""
-    # Stored histories hold none (the request is a view): a C-level search says so
-    # without a Python loop over the window on every call.
-    if RETRIEVAL_ID not in map(_ID, messages):
+class _BlockFree:
+    """Drops retrieval blocks a previous layout left in (they are rebuilt every call).
+
+    Stored histories hold none (the request is a view), so each thread remembers the last
+    list it found free of them: a call that extends it (the same message objects, a
+    pointer comparison) looks only at the new messages, not at every message's id.
+    """
+
+    def __init__(self) -> None:
+        self._last = threading.local()
+
+    def without_blocks(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        last: tuple[BaseMessage, ...] = getattr(self._last, "messages", ())
+        known = len(last)
+        if known > len(messages) or not all(map(operator.is_, messages[:known], last)):
+            known = 0
+        if RETRIEVAL_ID in map(_ID, messages[known:]):
+            self._last.messages = ()
+            return [m for m in messages if m.id != RETRIEVAL_ID]
+        self._last.messages = tuple(messages)
         return list(messages)
-    return [m for m in messages if m.id != RETRIEVAL_ID]
 
 
 def _query(turn: Sequence[BaseMessage]) -> str:
