@@ -22,7 +22,7 @@ from langchain_contextkit.tokens import truncate_to_tokens
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Generator, Sequence
 
-    from langchain_contextkit.prompts import PromptRegistry
+    from langchain_contextkit.prompts import Fidelity, PromptRegistry
     from langchain_contextkit.tokens import TokenCounter
 
     Request = tuple[str, str]
@@ -78,6 +78,7 @@ def summary_requests(
     cap: int,
     prompts: PromptRegistry,
     counter: TokenCounter,
+    fidelity: Fidelity = "medium",
 ) -> Requests:
     """Yield batches of summariser requests; receive their answers; return the recap.
 
@@ -88,23 +89,25 @@ def summary_requests(
         cap: Tokens each summary may take (partials are cut to it).
         prompts: The instructions.
         counter: Token counter.
+        fidelity: What each summary keeps (written into the instructions).
     """
     transcript = "\n".join(blocks)
     whole = transcript if previous is None else compose_extension(previous, transcript)
     if counter(whole) <= limit:
         instruction = (
-            prompts.summary_instruction(max_tokens=cap)
+            prompts.summary_instruction(max_tokens=cap, fidelity=fidelity)
             if previous is None
-            else prompts.extend_instruction(max_tokens=cap)
+            else prompts.extend_instruction(max_tokens=cap, fidelity=fidelity)
         )
         return (yield [(whole, instruction)])[0]
     chunks = pack_chunks(blocks, limit, counter)
-    answers = yield [(chunk, prompts.summary_instruction(max_tokens=cap)) for chunk in chunks]
+    first = prompts.summary_instruction(max_tokens=cap, fidelity=fidelity)
+    answers = yield [(chunk, first) for chunk in chunks]
     items = [*([previous] if previous else []), *(_capped(a, cap, counter) for a in answers)]
     while len(items) > 1:
         groups = _groups(items, limit, counter)
         merged = yield [
-            (_merge_text(group), prompts.extend_instruction(max_tokens=cap))
+            (_merge_text(group), prompts.extend_instruction(max_tokens=cap, fidelity=fidelity))
             for group in groups
             if len(group) > 1
         ]
@@ -128,6 +131,7 @@ def fitted_requests(
     cap: int,
     prompts: PromptRegistry,
     counter: TokenCounter,
+    fidelity: Fidelity = "medium",
 ) -> Requests:
     """`summary_requests` sized for a summariser whose window is `window` tokens.
 
@@ -140,12 +144,18 @@ def fitted_requests(
         limit = 10**12
     else:
         usable = int(window * (1 - SAFETY))
-        instruction = prompts.extend_instruction(max_tokens=cap)
+        instruction = prompts.extend_instruction(max_tokens=cap, fidelity=fidelity)
         framing = counter(prompts.with_data_boundary(instruction, "")) + 16
         cap = max(1, min(cap, (usable - framing) // 4))
         limit = usable - framing - cap
     return summary_requests(
-        blocks, previous, limit=max(1, limit), cap=cap, prompts=prompts, counter=counter
+        blocks,
+        previous,
+        limit=max(1, limit),
+        cap=cap,
+        prompts=prompts,
+        counter=counter,
+        fidelity=fidelity,
     )
 
 

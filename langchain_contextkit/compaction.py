@@ -35,13 +35,15 @@ from langchain_contextkit.messages import (
     tail_start,
     unit_starts,
 )
-from langchain_contextkit.prompts import PromptRegistry
+from langchain_contextkit.prompts import Fidelity, PromptRegistry
 from langchain_contextkit.summarizers import (
     ASummarize,
     ExtractiveSummarizer,
     LLMSummarizer,
     Summarize,
+    check_fidelity,
     render_transcript,
+    structured_recap,
     summarizer_from_llm,
 )
 from langchain_contextkit.tokens import (
@@ -129,8 +131,14 @@ class CompactionConfig:
     target_tokens: int | None = None
     """Compact down to this many tokens (default: half the trigger)."""
 
+    fidelity: Fidelity = "medium"
+    """What the recap keeps: ``"high"`` details and exact wording, ``"medium"`` every key
+    fact and conclusion, ``"low"`` only conclusions and key numbers. A recap that does not
+    fit its cap at this tier is written at a lower one before any line is dropped."""
+
     def __post_init__(self) -> None:
         """Validate the knobs."""
+        check_fidelity(self.fidelity)
         check_count("keep_recent", self.keep_recent, minimum=1)
         check_count("trigger_tokens", self.trigger_tokens, minimum=0)
         check_count("max_summary_tokens", self.max_summary_tokens, minimum=1)
@@ -234,6 +242,9 @@ class CompactionResult:
         tokens_after: The returned view's tokens (plus overhead).
         aged_out: Messages newly folded into the summary.
         error: Why a summariser failed, when one did (the fallback then took over).
+        fidelity: The tier the new recap was written at (`CompactionConfig.fidelity`, or
+            a lower one when the recap had to step down to fit); None when no new recap
+            was made or its summariser's format is its own (a callback's prose).
     """
 
     messages: list[BaseMessage]
@@ -244,6 +255,7 @@ class CompactionResult:
     tokens_after: int
     aged_out: int = 0
     error: str | None = None
+    fidelity: Fidelity | None = None
 
 
 @dataclass(slots=True)
@@ -266,6 +278,7 @@ class _Plan:
     # digest of what it covers; a chain of recaps walks them in order.
     cuts: tuple[int, ...] = ()
     cut_digests: tuple[str | None, ...] = ()
+    fidelity: Fidelity | None = None  # the tier the extractive recap was written at
 
     def epochs(self) -> list[tuple[int, int, str | None]]:
         """`(start, end, digest)` of each epoch in pending: one, unless the grid has more."""
@@ -276,7 +289,7 @@ class _Plan:
 
 
 class HistoryCompactor:
-    """Summarise old turns with an LLM (or extractively) and keep recent turns verbatim.
+    r"""Summarise old turns with an LLM (or extractively) and keep recent turns verbatim.
 
     Rules (seed 002): below `trigger_tokens`, or with at most `keep_recent` turns, the
     history comes back unchanged and no LLM call is made; the recap is capped at
@@ -310,6 +323,10 @@ class HistoryCompactor:
     memo of recaps the same recap, as one whose checkpointer keeps the running summary.
     An explicit `trigger_tokens` keeps the seed's rule everywhere.
 
+    The recap is structured (facts, decisions, action items, numbers, open questions:
+    `ExtractiveSummarizer`); a model is asked for exactly those sections, and a reply
+    without them is refused for the extractive recap (`summarizers.structured_recap`).
+
     Example (the seed's refund conversation):
         ```python
         from langchain_core.language_models import GenericFakeChatModel
@@ -317,7 +334,7 @@ class HistoryCompactor:
 
         from langchain_contextkit import HistoryCompactor
 
-        recap = "The user asked for a refund and was sent to Settings > Billing."
+        recap = "Facts:\n- User: asked how to get a refund.\n- Assistant: sent them to Billing."
         llm = GenericFakeChatModel(messages=iter([AIMessage(recap)]))
         compactor = HistoryCompactor(llm, keep_recent=2, trigger_tokens=10)
 
@@ -331,7 +348,9 @@ class HistoryCompactor:
         compacted = compactor.compact(history)
         for m in convert_to_openai_messages(compacted):
             print(m["role"], "::", m["content"])
-        # system :: [Recap] The user asked for a refund and was sent to Settings > Billing.
+        # system :: [Recap] Facts:
+        # - User: asked how to get a refund.
+        # - Assistant: sent them to Billing.
         # user :: I did that but I am still stuck.
         # assistant :: Let me escalate this for you.
         ```
@@ -351,6 +370,7 @@ class HistoryCompactor:
         require_human_first: bool = False,
         fallback: bool = True,
         summarizer_window: int | None = None,
+        fidelity: Fidelity = "medium",
     ) -> None:
         """Configure the compactor.
 
@@ -369,6 +389,7 @@ class HistoryCompactor:
             fallback: Use the extractive summariser when the LLM or callback fails.
             summarizer_window: The summariser's window in tokens, when its profile does
                 not state it: every summariser request is sized to fit it.
+            fidelity: What the recap keeps (`CompactionConfig.fidelity`).
 
         Raises:
             ConfigError: On an out-of-range knob.
@@ -378,6 +399,7 @@ class HistoryCompactor:
             trigger_tokens=trigger_tokens,
             max_summary_tokens=max_summary_tokens,
             target_tokens=target_tokens,
+            fidelity=fidelity,
         )
         registry = prompts or PromptRegistry()
         if summary_prompt is not None:
@@ -387,7 +409,12 @@ class HistoryCompactor:
         self.token_counter = token_counter
         self.require_human_first = require_human_first
         self.fallback = fallback
-        self.extractive = ExtractiveSummarizer(max_tokens=max_summary_tokens, counter=token_counter)
+        self.extractive = ExtractiveSummarizer(
+            max_tokens=max_summary_tokens,
+            counter=token_counter,
+            prompts=registry,
+            fidelity=fidelity,
+        )
         self._llm_summarizer: LLMSummarizer | None = (
             None if llm is None else summarizer_from_llm(llm, registry)
         )
@@ -456,6 +483,11 @@ class HistoryCompactor:
     def sized_by_window(self) -> bool:
         """True when `trigger_tokens` was left at its default: an agent sizes it."""
         return self.config.sized_by_window
+
+    @property
+    def fidelity(self) -> Fidelity:
+        """The recap's fidelity tier (it may step down to fit a call's cap)."""
+        return self.config.fidelity
 
     @property
     def target_tokens(self) -> int:
@@ -590,10 +622,8 @@ class HistoryCompactor:
             llm = self._llm_summarizer
             attempts.append(("llm", lambda: self._achain(plan, llm.asummarize)))
         if self.fallback or not attempts:
-            extractive = self._extractive_for(plan)
-            attempts.append(
-                ("extractive", lambda: self._achain(plan, extractive.asummarize, sized=False))
-            )
+            extractive = _as_async(self._extractive_for(plan))
+            attempts.append(("extractive", lambda: self._achain(plan, extractive, sized=False)))
         error: str | None = None
         for kind, attempt in attempts:
             try:
@@ -618,15 +648,22 @@ class HistoryCompactor:
         stated = model_limits(self.llm)[0] if self.llm is not None else None
         return stated if stated is not None else given
 
-    def _extractive_for(self, plan: _Plan) -> ExtractiveSummarizer:
+    def _extractive_for(self, plan: _Plan) -> Summarize:
         """The extractive summariser, choosing its lines for this call's recap cap.
 
         Choosing for `max_summary_tokens` and then cutting to a smaller cap would keep the
-        first lines, not the best ones: the latest turns' facts would be cut off.
+        first lines, not the best ones: the latest turns' facts would be cut off. The
+        tier each recap was written at is noted on `plan`.
         """
-        if plan.cap >= self.extractive.max_tokens:
-            return self.extractive
-        return dataclasses.replace(self.extractive, max_tokens=max(1, plan.cap))
+        extractive = self.extractive
+        if plan.cap < extractive.max_tokens:
+            extractive = dataclasses.replace(extractive, max_tokens=max(1, plan.cap))
+
+        def summarize(text: str, instruction: str) -> str:  # noqa: ARG001 - the callback's shape
+            recap, plan.fidelity = extractive.recap(text)
+            return recap
+
+        return summarize
 
     def _chain(self, plan: _Plan, summarize: Summarize, *, sized: bool = True) -> str:
         """The recap after every epoch of `plan`, each extending the one before."""
@@ -673,6 +710,7 @@ class HistoryCompactor:
             cap=plan.cap,
             prompts=self.prompts,
             counter=self.token_counter,
+            fidelity=self.fidelity,
         )
 
     # -- internals ------------------------------------------------------------------------
@@ -776,7 +814,7 @@ class HistoryCompactor:
     def _view_instruction(self, plan: _Plan) -> str:
         """The in-place summary's instruction: all of the view but its kept tail."""
         return self.prompts.view_summary_instruction(
-            max_tokens=plan.cap, keep_last=len(plan.pending) - plan.cut
+            max_tokens=plan.cap, keep_last=len(plan.pending) - plan.cut, fidelity=self.fidelity
         )
 
     def marks(self, room: int) -> WaterMarks:
@@ -913,6 +951,9 @@ class HistoryCompactor:
         """Commit a summary; None when the summariser gave nothing usable."""
         if not isinstance(text, str) or not text.strip():
             return None
+        text, fidelity = self._structured(plan, text, kind)
+        if text is None:
+            return None  # a model's reply without the recap's sections: the fallback's turn
         recap = truncate_to_tokens(text.strip(), plan.cap, self.token_counter)
         if not any(ch.isalnum() for ch in recap):
             return None  # nothing but an ellipsis or punctuation: a placeholder, not a summary
@@ -949,7 +990,35 @@ class HistoryCompactor:
             tokens_after=after,
             aged_out=plan.cut,
             error=error,
+            fidelity=fidelity,
         )
+
+    def _structured(
+        self, plan: _Plan, text: str, kind: SummarizerKind
+    ) -> tuple[str | None, Fidelity | None]:
+        """A summariser's text as the recap's canonical sections, and the tier used.
+
+        A model asked for the sections (our own instruction) must give them, or its
+        reply is refused (None). A callback, or a model following a custom
+        `summary_prompt`, may write its own format: its text stands as written unless it
+        is structured.
+        """
+        if kind == "extractive":
+            return text, plan.fidelity
+        fitted = structured_recap(
+            text,
+            max_tokens=plan.cap,
+            fidelity=self.fidelity,
+            prompts=self.prompts,
+            counter=self.token_counter,
+        )
+        if fitted is not None:
+            return fitted
+        asked = kind == "prefix" or (kind == "llm" and self.prompts.summary_prompt is None)
+        if not asked:
+            return text, None
+        logger.warning("the %s summariser's reply is not in the recap's sections", kind)
+        return None, None
 
     def _shrunk(self, recap: str, excess: int) -> str | None:
         """`recap` cut by `excess` tokens and more; None when nothing meaningful is left."""
@@ -1019,6 +1088,15 @@ class HistoryCompactor:
             message = f"the {kind} summariser failed: {type(exc).__name__}: {exc}"
         logger.warning("%s", message)
         return message
+
+
+def _as_async(summarize: Summarize) -> ASummarize:
+    """A sync summariser without I/O as its async twin."""
+
+    async def asummarize(text: str, instruction: str) -> str:
+        return summarize(text, instruction)
+
+    return asummarize
 
 
 def _is_recap(message: BaseMessage) -> bool:

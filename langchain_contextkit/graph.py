@@ -346,6 +346,7 @@ def reducer_node(
                 summarize,
                 counter=counter,
                 keep_recent_steps=knobs.agent_keep_recent_steps,
+                fidelity=knobs.fidelity,
             )
         elif paradigm == "plan":
             plan = await reduce_plan(
@@ -354,6 +355,7 @@ def reducer_node(
                 summarize,
                 counter=counter,
                 keep_recent=knobs.plan_keep_recent,
+                fidelity=knobs.fidelity,
             )
             view = plan.render()
         else:

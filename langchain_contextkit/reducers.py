@@ -44,12 +44,13 @@ from langchain_contextkit.budget import model_limits
 from langchain_contextkit.errors import ContextWindowExceeded
 from langchain_contextkit.facts import FactIndex, normalised
 from langchain_contextkit.messages import find_message_problems, split_system, unit_starts
-from langchain_contextkit.prompts import PromptRegistry
+from langchain_contextkit.prompts import Fidelity, PromptRegistry
 from langchain_contextkit.summarizers import (
     ASummarize,
     ExtractiveSummarizer,
     LLMSummarizer,
     Summarize,
+    check_fidelity,
     compose_extension,
     render_transcript,
 )
@@ -105,8 +106,14 @@ class ReducerConfig:
     plan_keep_recent: int = 3
     """Plan step results kept verbatim at the end."""
 
+    fidelity: Fidelity = "medium"
+    """What a summary of older steps keeps: ``"high"`` details and exact wording,
+    ``"medium"`` every key fact and conclusion, ``"low"`` only conclusions and key
+    numbers (a summary that does not fit its room steps down a tier first)."""
+
     def __post_init__(self) -> None:
         """Validate the knobs."""
+        check_fidelity(self.fidelity)
         for name in ("agent_keep_recent_steps", "plan_keep_recent"):
             check_count(name, getattr(self, name), minimum=0)
 
@@ -141,10 +148,24 @@ SummarizerLike = ASummarize | Summarize | LLMSummarizer | ExtractiveSummarizer
 """An async or sync `summarize(text, instruction) -> str`, or a summariser object."""
 
 
-def _as_async(summarize: SummarizerLike | None, room: int, counter: TokenCounter) -> ASummarize:
+def _extractive(
+    room: int, counter: TokenCounter, registry: PromptRegistry, fidelity: Fidelity
+) -> ExtractiveSummarizer:
+    return ExtractiveSummarizer(
+        max_tokens=max(1, room), counter=counter, prompts=registry, fidelity=fidelity
+    )
+
+
+def _as_async(
+    summarize: SummarizerLike | None,
+    room: int,
+    counter: TokenCounter,
+    registry: PromptRegistry,
+    fidelity: Fidelity,
+) -> ASummarize:
     """Turn whatever the caller gave into an async callback (extractive when None)."""
     if summarize is None:
-        return ExtractiveSummarizer(max_tokens=max(1, room), counter=counter).asummarize
+        return _extractive(room, counter, registry, fidelity).asummarize
     if isinstance(summarize, (LLMSummarizer, ExtractiveSummarizer)):
         return summarize.asummarize
     function = summarize
@@ -169,6 +190,9 @@ async def _summary_within(
     instruction: str,
     room: int,
     counter: TokenCounter,
+    *,
+    registry: PromptRegistry,
+    fidelity: Fidelity,
 ) -> str:
     """Summarise `text` into at most `room` tokens.
 
@@ -194,17 +218,20 @@ async def _summary_within(
                 cap=room,
                 prompts=llm.prompts,
                 counter=counter,
+                fidelity=fidelity,
             )
             summary = await run_async(requests, llm.asummarize)
         else:
-            summary = await _as_async(summarize, room, counter)(text, instruction)
+            summary = await _as_async(summarize, room, counter, registry, fidelity)(
+                text, instruction
+            )
     except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost data
         logger.warning(
             "summariser failed (%s: %s); using the extractive one", type(exc).__name__, exc
         )
         summary = ""
     if not summary.strip() and summarize is not None:
-        summary = ExtractiveSummarizer(max_tokens=room, counter=counter)(text, instruction)
+        summary = _extractive(room, counter, registry, fidelity)(text, instruction)
     if not summary.strip():
         summary = text
     summary = truncate_to_tokens(summary.strip(), room, counter)
@@ -231,6 +258,7 @@ async def reduce_agent(
     counter: TokenCounter = count_tokens,
     keep_recent_steps: int = 3,
     prompts: PromptRegistry | None = None,
+    fidelity: Fidelity = "medium",
 ) -> list[BaseMessage]:
     """Fit a tool-call loop into `budget` tokens without breaking it.
 
@@ -250,6 +278,7 @@ async def reduce_agent(
         counter: Counts the tokens of one string.
         keep_recent_steps: Tool steps kept verbatim at the end (`ReducerConfig`).
         prompts: The summary instruction and heading (language).
+        fidelity: What the summary of older steps keeps (`ReducerConfig.fidelity`).
 
     Returns:
         The reduced list (the input's messages when it already fits); it passes
@@ -283,6 +312,7 @@ async def reduce_agent(
         ```
     """
     _check_budget(budget)
+    check_fidelity(fidelity)
     if count_message_tokens(messages, counter) <= budget:
         return list(messages)
     registry = prompts or PromptRegistry()
@@ -311,10 +341,12 @@ async def reduce_agent(
     folded = [u for u in middle if id(u) not in pinned]
     room = budget - must - sum(costs[i] for i in pinned)
     text = render_transcript(_flat(folded))
-    instruction = registry.summary_instruction(max_tokens=room)
+    instruction = registry.summary_instruction(max_tokens=room, fidelity=fidelity)
     pins = _flat([u for u in middle if id(u) in pinned])
     for _ in range(_ENTRY_ROUNDS):
-        summary = await _summary_within(summarize, text, instruction, room, counter)
+        summary = await _summary_within(
+            summarize, text, instruction, room, counter, registry=registry, fidelity=fidelity
+        )
         if not summary:
             break
         content = f"{registry.heading('recap')} {summary}"
@@ -403,6 +435,7 @@ async def reduce_plan(
     counter: TokenCounter = count_tokens,
     keep_recent: int = 3,
     prompts: PromptRegistry | None = None,
+    fidelity: Fidelity = "medium",
 ) -> PlanTrajectory:
     """Fit a plan-and-execute trajectory into `budget` tokens, keeping the plan intact.
 
@@ -419,6 +452,8 @@ async def reduce_plan(
         counter: Counts the tokens of one string.
         keep_recent: Step results kept verbatim (`ReducerConfig.plan_keep_recent`).
         prompts: The summary instruction (language).
+        fidelity: What the summary of older results keeps (`ReducerConfig.fidelity`); the
+            key facts it loses come back in the list at any tier.
 
     Returns:
         The reduced trajectory (`steps` itself when it already fits).
@@ -455,6 +490,7 @@ async def reduce_plan(
         ```
     """
     _check_budget(budget)
+    check_fidelity(fidelity)
     if counter(steps.render()) <= budget:
         return steps
     with_result = [i for i, s in enumerate(steps.steps) if s.result is not None]
@@ -486,7 +522,10 @@ async def reduce_plan(
             what="the plan, recent results and key facts", required=floor, budget=budget
         )
     room = budget - floor
-    summary = await _summary_within(summarize, text, instruction_of(max_tokens=room), room, counter)
+    instruction = instruction_of(max_tokens=room, fidelity=fidelity)
+    summary = await _summary_within(
+        summarize, text, instruction, room, counter, registry=registry, fidelity=fidelity
+    )
     # Re-insert what the summary dropped. A longer fact list leaves less room for the
     # summary; a cut summary drops more facts. So when the two do not fit together, the
     # summary is redone smaller, extractively (whole fact-bearing sentences, no further
@@ -501,7 +540,7 @@ async def reduce_plan(
         smaller = counter(summary) - 2 * excess - 1
         if smaller < 1:
             break
-        summary = ExtractiveSummarizer(max_tokens=smaller, counter=counter)(text)
+        summary = _extractive(smaller, counter, registry, fidelity)(text)
     result = fitted("", _key_facts(steps, folded, ""))
     required = counter(result.render())
     if required > budget:
@@ -670,6 +709,7 @@ def reduce_agent_sync(
     counter: TokenCounter = count_tokens,
     keep_recent_steps: int = 3,
     prompts: PromptRegistry | None = None,
+    fidelity: Fidelity = "medium",
 ) -> list[BaseMessage]:
     """`reduce_agent` for sync callers (same arguments, same result).
 
@@ -698,6 +738,7 @@ def reduce_agent_sync(
             counter=counter,
             keep_recent_steps=keep_recent_steps,
             prompts=prompts,
+            fidelity=fidelity,
         )
     )
 
@@ -710,11 +751,18 @@ def reduce_plan_sync(
     counter: TokenCounter = count_tokens,
     keep_recent: int = 3,
     prompts: PromptRegistry | None = None,
+    fidelity: Fidelity = "medium",
 ) -> PlanTrajectory:
     """`reduce_plan` for sync callers (same arguments, same result)."""
     return run_sync(
         reduce_plan(
-            steps, budget, summarize, counter=counter, keep_recent=keep_recent, prompts=prompts
+            steps,
+            budget,
+            summarize,
+            counter=counter,
+            keep_recent=keep_recent,
+            prompts=prompts,
+            fidelity=fidelity,
         )
     )
 

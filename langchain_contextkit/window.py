@@ -135,6 +135,10 @@ class CallLedger:
     """Of `reported`, the tokens served from the provider's prompt cache."""
     retried: bool = False
     """The provider refused the first request as too long; this is the retry's ledger."""
+    fidelity: str | None = None
+    """The fidelity tier of the recap this call's compaction wrote (``"high"``,
+    ``"medium"`` or ``"low"``: lower than configured when room was short); None when it
+    wrote none."""
 
     @property
     def prompt(self) -> int:
@@ -624,6 +628,7 @@ class WindowAssembler:
             reduced=reduced,
             estimated=prompt,
             factor=factor,
+            fidelity=compaction.fidelity if compaction.compacted else None,
         )
         return WindowAssembly(messages, compaction.summary, ledger, compaction)
 
