@@ -387,10 +387,7 @@ class ExtractiveSummarizer:
             room = self.max_tokens - self.counter(text)
             if tries >= _TOP_UP_TRIES or room <= 0:
                 break
-            if (
-                id(sentence) in seen
-                or self.counter(sentence.line(self.prompts)) > room
-            ):
+            if id(sentence) in seen or self.counter(sentence.line(self.prompts)) > room:
                 continue
             tries += 1
             trial = render_recap([*kept, sentence], self.prompts)

@@ -208,3 +208,13 @@ def test_the_plan_reducer_keeps_every_key_number_at_any_tier(fidelity: str) -> N
     node = reducer_node("plan", budget=400, config=config)
     view = node.invoke({"plan": _plan()})["plan_view"]
     assert all(f"{60 + n}%" in view for n in range(1, 9))
+
+
+def test_the_ledger_records_the_tier_of_each_recap() -> None:
+    from test_window_sizing import run_agent
+
+    _, _, ledgers = run_agent(4000, 40, stateless=False, summaries="extractive")
+    compacted = [entry for entry in ledgers if entry["compacted"]]
+    assert compacted
+    assert all(entry["fidelity"] in FIDELITIES for entry in compacted)
+    assert all(entry["fidelity"] is None for entry in ledgers if not entry["compacted"])
