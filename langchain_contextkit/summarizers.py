@@ -344,7 +344,14 @@ class ExtractiveSummarizer:
             competing = any(s.position >= n_old for s in pool)
             return self.max_tokens * 2 // 3 if competing else self.max_tokens
 
+        def whole(pool: list[_Sentence]) -> bool:
+            # Choosing counts each line on its own, which overstates a joined text; when
+            # all of a tier fits as a whole, all of it is kept.
+            return self.counter(render_recap(pool, self.prompts)) <= self.max_tokens
+
         configured = pool_of(self.fidelity)
+        if whole(configured):
+            return render_recap(configured, self.prompts), self.fidelity
         chosen, complete = self._select(configured, n_old, old_room(configured))
         tier: Fidelity = self.fidelity
         for lower in FIDELITIES[FIDELITIES.index(self.fidelity) + 1 :]:
@@ -352,10 +359,13 @@ class ExtractiveSummarizer:
                 break
             tier = lower
             pool = pool_of(lower)
-            chosen, complete = self._select(pool, n_old, old_room(pool))
+            if whole(pool):
+                chosen, complete = _ranked(pool), True
+            else:
+                chosen, complete = self._select(pool, n_old, old_room(pool))
             chosen, _ = self._select(configured, n_old, old_room(configured), chosen)
         kept, text = self._within_cap(chosen)
-        if trusted and not complete:
+        if trusted:
             new_only = old_room(configured) < self.max_tokens
             spare = [s for s in configured if not new_only or s.position >= n_old]
             text = self._topped_up(kept, text, spare)
