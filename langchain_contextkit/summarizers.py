@@ -8,6 +8,10 @@ Two ship here:
 - `ExtractiveSummarizer` needs no model and never fails: it keeps the sentences that
   carry numbers, dates, identifiers, decisions and conclusions, deduplicated, under a
   token cap. It is the default when no LLM is given and the fallback when the LLM fails.
+
+Both write one format: a structured recap (facts, decisions, action items, numbers, open
+questions, in that order) of ``- Role: sentence`` lines; `structured_recap` reads a
+model's reply into it, or refuses a reply that is not in it.
 """
 
 from __future__ import annotations
