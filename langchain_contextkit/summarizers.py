@@ -209,6 +209,15 @@ class _Sentence:
     score: int
     section: RecapSection
     detail: bool = False  # words without a fact: kept at high fidelity only
+    # The line's tokens and its heading's, once counted (one summariser call's lines).
+    costs: list[int] = field(default_factory=list, compare=False, repr=False)
+    key_number: list[bool] = field(default_factory=list, compare=False, repr=False)
+
+    def has_key_number(self) -> bool:
+        """`facts.has_key_number` of the text, worked out once."""
+        if not self.key_number:
+            self.key_number.append(has_key_number(self.text))
+        return self.key_number[0]
 
     def line(self, prompts: PromptRegistry) -> str:
         head = f"- {self.label}: " if self.label else "- "
@@ -449,11 +458,15 @@ class ExtractiveSummarizer:
         return kept, complete
 
     def _cost(self, sentence: _Sentence, *, opened: bool) -> int:
-        """A line's tokens with its newline, and its heading's when it opens a section."""
-        cost = self.counter(sentence.line(self.prompts)) + 1
-        if not opened:
-            cost += self.counter(self.prompts.recap_heading(sentence.section)) + 1
-        return cost
+        """A line's tokens with its newline, and its heading's when it opens a section.
+
+        Counted once per line (a recap's choice tries each line at every tier).
+        """
+        cost = sentence.costs
+        if not cost:
+            cost.append(self.counter(sentence.line(self.prompts)) + 1)
+            cost.append(self.counter(self.prompts.recap_heading(sentence.section)) + 1)
+        return cost[0] + (0 if opened else cost[1])
 
     async def asummarize(self, text: str, instruction: str = "") -> str:
         """Async `__call__` (no I/O: for symmetry with `LLMSummarizer`)."""
@@ -591,7 +604,7 @@ def _eligible(sentence: _Sentence, tier: Fidelity) -> bool:
         return False
     if tier == "medium":
         return True
-    return sentence.section == "decisions" or has_key_number(sentence.text)
+    return sentence.section == "decisions" or sentence.has_key_number()
 
 
 def render_recap(lines: Sequence[_Sentence], prompts: PromptRegistry) -> str:
@@ -710,7 +723,9 @@ def _sentences(text: str, prompts: PromptRegistry) -> list[_Sentence]:
         for sentence in split_sentences(body):
             score = _score(sentence, label)
             detail = score == 0 and not label.startswith("Tool") and _has_words(sentence)
-            where = section or recap_section(sentence, speaker=label)
+            # A line no tier keeps needs no section (sorting one costs a few regexes).
+            kept = score > 0 or detail
+            where = section or (recap_section(sentence, speaker=label) if kept else "facts")
             out.append(_Sentence(len(out), label, sentence, score, where, detail))
     return out
 
