@@ -573,7 +573,8 @@ class HistoryCompactor:
         transcript = summarize or self._llm_summarizer
         if transcript is not None:
             kind: SummarizerKind = "callback" if summarize is not None else "llm"
-            attempts.append((kind, lambda: self._chain(plan, transcript)))
+            asked = kind == "llm" and self.prompts.summary_prompt is None
+            attempts.append((kind, lambda: self._chain(plan, transcript, asked=asked)))
         if self.fallback or not attempts:
             extractive = self._extractive_for(plan)
             attempts.append(("extractive", lambda: self._chain(plan, extractive, sized=False)))
@@ -620,7 +621,8 @@ class HistoryCompactor:
             attempts.append(("callback", lambda: self._achain(plan, callback)))
         elif self._llm_summarizer is not None:
             llm = self._llm_summarizer
-            attempts.append(("llm", lambda: self._achain(plan, llm.asummarize)))
+            asked = self.prompts.summary_prompt is None
+            attempts.append(("llm", lambda: self._achain(plan, llm.asummarize, asked=asked)))
         if self.fallback or not attempts:
             extractive = _as_async(self._extractive_for(plan))
             attempts.append(("extractive", lambda: self._achain(plan, extractive, sized=False)))
@@ -665,29 +667,51 @@ class HistoryCompactor:
 
         return summarize
 
-    def _chain(self, plan: _Plan, summarize: Summarize, *, sized: bool = True) -> str:
-        """The recap after every epoch of `plan`, each extending the one before."""
+    def _chain(
+        self, plan: _Plan, summarize: Summarize, *, sized: bool = True, asked: bool = False
+    ) -> str:
+        """The recap after every epoch of `plan`, each extending the one before.
+
+        `asked`: a model asked for the recap's sections writes them (see `_structured`).
+        """
         previous = plan.previous
         for start, end, digest in plan.epochs():
             requests = self._requests(plan, plan.pending[start:end], previous, sized=sized)
-            previous = self._epoch_recap(run_sync(requests, summarize), digest, end, plan)
+            text = run_sync(requests, summarize)
+            previous = self._epoch_recap(text, digest, end, plan, asked=asked)
         return previous or ""
 
-    async def _achain(self, plan: _Plan, asummarize: ASummarize, *, sized: bool = True) -> str:
+    async def _achain(
+        self, plan: _Plan, asummarize: ASummarize, *, sized: bool = True, asked: bool = False
+    ) -> str:
         """Async `_chain`."""
         previous = plan.previous
         for start, end, digest in plan.epochs():
             requests = self._requests(plan, plan.pending[start:end], previous, sized=sized)
             text = await run_async(requests, asummarize)
-            previous = self._epoch_recap(text, digest, end, plan)
+            previous = self._epoch_recap(text, digest, end, plan, asked=asked)
         return previous or ""
 
-    def _epoch_recap(self, text: str, digest: str | None, end: int, plan: _Plan) -> str:
+    def _epoch_recap(
+        self, text: str, digest: str | None, end: int, plan: _Plan, *, asked: bool
+    ) -> str:
         """An intermediate epoch's recap, capped and remembered; the last one is returned."""
         if end == plan.cut:
             return text  # `_finish` checks, caps and remembers the final recap
         if not text.strip():
             msg = "the summariser returned no text"
+            raise ValueError(msg)
+        fitted = structured_recap(
+            text,
+            max_tokens=plan.cap,
+            fidelity=self.fidelity,
+            prompts=self.prompts,
+            counter=self.token_counter,
+        )
+        if fitted is not None:
+            text = fitted[0]
+        elif asked:
+            msg = "the summariser's reply is not in the recap's sections"
             raise ValueError(msg)
         recap = truncate_to_tokens(text.strip(), plan.cap, self.token_counter)
         if digest is not None:

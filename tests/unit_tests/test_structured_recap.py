@@ -322,3 +322,47 @@ def test_every_planted_user_fact_survives_at_medium_when_the_cap_allows(
     for item, code in facts:
         line = f"- User: Fact: the code for item-{item} is {code}."
         assert line in lines.get("facts", []), (line, recap)
+
+
+def _lockers(turns: int) -> list[BaseMessage]:
+    history: list[BaseMessage] = []
+    for i in range(turns):
+        history += [
+            HumanMessage(f"Turn {i}: the code for locker L{i} is {1000 + i}, remember it please."),
+            AIMessage(f"Noted L{i}."),
+        ]
+    return history
+
+
+@pytest.mark.parametrize("prose_at", [1, 3])
+def test_every_epoch_of_a_chain_must_be_in_the_sections(prose_at: int) -> None:
+    # A long history attached at once is summarised epoch by epoch; a model's prose
+    # reply to any of them is refused like a final one, and never remembered as a recap.
+    calls: list[object] = []
+
+    def respond(_messages: object) -> str:
+        calls.append(_messages)
+        if len(calls) == prose_at:
+            return "Some prose about lockers."
+        return "Facts:\n- User: locker codes noted."
+
+    llm = ScriptedChatModel(respond=respond, profile={"max_input_tokens": 100_000})
+    compactor = HistoryCompactor(llm, keep_recent=2)
+    result = compactor.compact_view(_lockers(400), room_tokens=3000)
+    assert len(calls) == prose_at  # the chain stopped at the refused reply
+    assert result.summarizer == "extractive"
+    assert result.summary is not None
+    assert result.summary.text.startswith("Facts:\n- User: Turn 0: the code for locker L0")
+    assert "prose" not in result.summary.text
+
+
+def test_a_chain_of_structured_epochs_is_the_models() -> None:
+    llm = ScriptedChatModel(
+        respond=lambda _m: "Facts:\n- User: locker codes noted.",
+        profile={"max_input_tokens": 100_000},
+    )
+    result = HistoryCompactor(llm, keep_recent=2).compact_view(_lockers(400), room_tokens=3000)
+    assert len(llm.requests) > 1
+    assert result.summarizer == "llm"
+    assert result.summary is not None
+    assert result.summary.text == "Facts:\n- User: locker codes noted."
