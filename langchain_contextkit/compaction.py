@@ -289,7 +289,7 @@ class _Plan:
 
 
 class HistoryCompactor:
-    r"""Summarise old turns with an LLM (or extractively) and keep recent turns verbatim.
+    """Summarise old turns with an LLM (or extractively) and keep recent turns verbatim.
 
     Rules (seed 002): below `trigger_tokens`, or with at most `keep_recent` turns, the
     history comes back unchanged and no LLM call is made; the recap is capped at
@@ -324,8 +324,10 @@ class HistoryCompactor:
     An explicit `trigger_tokens` keeps the seed's rule everywhere.
 
     The recap is structured (facts, decisions, action items, numbers, open questions:
-    `ExtractiveSummarizer`); a model is asked for exactly those sections, and a reply
-    without them is refused for the extractive recap (`summarizers.structured_recap`).
+    `ExtractiveSummarizer`); a model is asked for exactly those sections. A reply that
+    uses them comes back canonical, a prose reply (no section heading) is kept as
+    written, and an empty or placeholder reply, or one whose sections are broken, gives
+    way to the extractive recap (`summarizers.structured_recap`).
 
     Example (the seed's refund conversation):
         ```python
@@ -334,7 +336,7 @@ class HistoryCompactor:
 
         from langchain_contextkit import HistoryCompactor
 
-        recap = "Facts:\n- User: asked how to get a refund.\n- Assistant: sent them to Billing."
+        recap = "The user asked for a refund and was sent to Settings > Billing."
         llm = GenericFakeChatModel(messages=iter([AIMessage(recap)]))
         compactor = HistoryCompactor(llm, keep_recent=2, trigger_tokens=10)
 
@@ -348,9 +350,7 @@ class HistoryCompactor:
         compacted = compactor.compact(history)
         for m in convert_to_openai_messages(compacted):
             print(m["role"], "::", m["content"])
-        # system :: [Recap] Facts:
-        # - User: asked how to get a refund.
-        # - Assistant: sent them to Billing.
+        # system :: [Recap] The user asked for a refund and was sent to Settings > Billing.
         # user :: I did that but I am still stuck.
         # assistant :: Let me escalate this for you.
         ```
@@ -672,7 +672,7 @@ class HistoryCompactor:
     ) -> str:
         """The recap after every epoch of `plan`, each extending the one before.
 
-        `asked`: a model asked for the recap's sections writes them (see `_structured`).
+        `asked`: a model was asked for the recap's sections (see `_structured`).
         """
         previous = plan.previous
         for start, end, digest in plan.epochs():
@@ -711,7 +711,7 @@ class HistoryCompactor:
         if fitted is not None:
             text = fitted[0]
         elif asked:
-            msg = "the summariser's reply is not in the recap's sections"
+            msg = "the summariser's reply is a placeholder or its sections are broken"
             raise ValueError(msg)
         recap = truncate_to_tokens(text.strip(), plan.cap, self.token_counter)
         if digest is not None:
@@ -977,7 +977,7 @@ class HistoryCompactor:
             return None
         text, fidelity = self._structured(plan, text, kind)
         if text is None:
-            return None  # a model's reply without the recap's sections: the fallback's turn
+            return None  # a placeholder or broken sections from a model: the fallback's turn
         recap = truncate_to_tokens(text.strip(), plan.cap, self.token_counter)
         if not any(ch.isalnum() for ch in recap):
             return None  # nothing but an ellipsis or punctuation: a placeholder, not a summary
@@ -1020,12 +1020,12 @@ class HistoryCompactor:
     def _structured(
         self, plan: _Plan, text: str, kind: SummarizerKind
     ) -> tuple[str | None, Fidelity | None]:
-        """A summariser's text as the recap's canonical sections, and the tier used.
+        """A summariser's text as the recap, and the tier used (`structured_recap`).
 
-        A model asked for the sections (our own instruction) must give them, or its
-        reply is refused (None). A callback, or a model following a custom
-        `summary_prompt`, may write its own format: its text stands as written unless it
-        is structured.
+        Sections come back canonical and prose as written. A model asked for the sections
+        (our own instruction) that replies with a placeholder or broken sections is
+        refused (None). A callback, or a model following a custom `summary_prompt`, may
+        write its own format: its text stands as written unless it is structured.
         """
         if kind == "extractive":
             return text, plan.fidelity
@@ -1041,7 +1041,7 @@ class HistoryCompactor:
         asked = kind == "prefix" or (kind == "llm" and self.prompts.summary_prompt is None)
         if not asked:
             return text, None
-        logger.warning("the %s summariser's reply is not in the recap's sections", kind)
+        logger.warning("the %s summariser's reply is a placeholder or broken sections", kind)
         return None, None
 
     def _shrunk(self, recap: str, excess: int) -> str | None:

@@ -11,7 +11,8 @@ Two ship here:
 
 Both write one format: a structured recap (facts, decisions, action items, numbers, open
 questions, in that order) of ``- Role: sentence`` lines; `structured_recap` reads a
-model's reply into it, or refuses a reply that is not in it.
+model's reply into it, keeps a prose reply as written, and refuses an empty one or one
+whose sections are broken.
 """
 
 from __future__ import annotations
@@ -480,18 +481,23 @@ def structured_recap(
     fidelity: Fidelity = "medium",
     prompts: PromptRegistry | None = None,
     counter: TokenCounter = count_tokens,
-) -> tuple[str, Fidelity] | None:
-    r"""Read a model's reply as a structured recap; None when it is not one.
+) -> tuple[str, Fidelity | None] | None:
+    r"""Read a model's reply as a recap; None when it is not a usable one.
 
-    The reply must consist of the sections `PromptRegistry.recap_format` asks for: every
-    line after a known heading (markdown ``#``, ``**`` and colons aside), items as
-    ``- Role: text`` (an item naming no origin is kept as ``- text``). Text before the
-    first heading, an unknown heading, or no item at all make it malformed: None, and
-    the caller falls back to the extractive recap. A well-formed reply comes back in the
-    canonical form (sections in their fixed order, empty ones left out), so the same
-    content is always the same bytes. When it is over `max_tokens`, the next lower
-    fidelity tier is applied to its lines (`ExtractiveSummarizer`) before any line of
-    that tier is dropped; the tier used is returned with the text.
+    Three cases, told apart by the section headings `PromptRegistry.recap_format` asks
+    for (markdown ``#``, ``**`` and colons aside, any language's defaults):
+
+    - No recap heading at all: prose. It is kept as written (trimmed, cut to
+      `max_tokens`) and its tier is None: the model chose its own format.
+    - The structure: every line after a known heading, items as ``- Role: text`` (an
+      item naming no origin is kept as ``- text``). It comes back canonical (sections in
+      their fixed order, empty ones left out), so the same content is always the same
+      bytes. Over `max_tokens`, the next lower fidelity tier is applied to its lines
+      (`ExtractiveSummarizer`) before any line of that tier is dropped; the tier used is
+      returned with the text.
+    - Empty or a placeholder (nothing alphanumeric, "none", "n/a"), or broken structure
+      (known headings plus an unknown heading line, text before the first heading, or
+      headings with no item): None, and the caller falls back to the extractive recap.
 
     Example:
         ```python
@@ -502,31 +508,19 @@ def structured_recap(
         print(tier, recap.splitlines())
         # medium ['Facts:', '- User: Order 7 broke.', 'Decisions:', '- Assistant: Refund approved.']
         print(structured_recap("The user wants a refund.", max_tokens=100))
+        # ('The user wants a refund.', None)
+        print(structured_recap("Summary:\nFacts:\n- User: Order 7 broke.", max_tokens=100))
         # None
         ```
     """
     registry = prompts or PromptRegistry()
-    items: list[_Sentence] = []
-    section: RecapSection | None = None
-    for raw in reply.strip().splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        heading = recap_heading_of(line, registry)
-        if heading is not None:
-            section = heading
-            continue
-        if section is None:
-            if line == registry.heading("recap"):
-                continue  # the recap's own heading, echoed
-            return None  # prose before (or instead of) the sections
-        if _looks_like_heading(line):
-            return None  # a section this format does not have
-        label, text = _recap_item(line)
-        if not text or normalised(text) in _EMPTY_ITEMS:
-            continue
-        score = max(1, _score(text, label or "Note"))
-        items.append(_Sentence(len(items), label, text, score, section))
+    stripped = reply.strip()
+    if not any(ch.isalnum() for ch in stripped) or normalised(stripped) in _EMPTY_ITEMS:
+        return None  # empty, or a placeholder
+    lines = [line.strip() for line in stripped.splitlines() if line.strip()]
+    if all(recap_heading_of(line, registry) is None for line in lines):
+        return truncate_to_tokens(stripped, max_tokens, counter), None  # prose, as written
+    items = _section_items(lines, registry)
     if not items:
         return None
     summarizer = ExtractiveSummarizer(
@@ -536,6 +530,29 @@ def structured_recap(
     if not text:  # no whole line fits: the recap cut to the cap, not nothing
         text = truncate_to_tokens(render_recap(items, registry), max_tokens, counter)
     return text, tier
+
+
+def _section_items(lines: list[str], registry: PromptRegistry) -> list[_Sentence] | None:
+    """The items of a reply that uses the sections; None when its structure is broken."""
+    items: list[_Sentence] = []
+    section: RecapSection | None = None
+    for line in lines:
+        heading = recap_heading_of(line, registry)
+        if heading is not None:
+            section = heading
+            continue
+        if section is None:
+            if line == registry.heading("recap"):
+                continue  # the recap's own heading, echoed
+            return None  # text before the sections
+        if _looks_like_heading(line):
+            return None  # a section this format does not have
+        label, text = _recap_item(line)
+        if not text or normalised(text) in _EMPTY_ITEMS:
+            continue
+        score = max(1, _score(text, label or "Note"))
+        items.append(_Sentence(len(items), label, text, score, section))
+    return items
 
 
 _EMPTY_ITEMS = frozenset({"", "none", "n a", "na", "nothing", "无", "暂无", "没有"})

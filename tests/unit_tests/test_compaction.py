@@ -29,12 +29,7 @@ from langchain_contextkit import (
 from langchain_contextkit.compaction import RECAP_ID_PREFIX
 from langchain_contextkit.testing import ScriptedChatModel
 
-# The seed's recap, in the sections a model is asked for (issue 19): a prose reply is
-# refused for the extractive recap (see test_structured_recap.py).
-REFUND_RECAP = (
-    "Facts:\n- User: asked how to get a refund.\n"
-    "- Assistant: told the user to check Settings > Billing."
-)
+REFUND_RECAP = "The user asked how to get a refund and was told to check Settings > Billing."
 
 
 def refund_history() -> list[BaseMessage]:
@@ -152,7 +147,7 @@ def test_a_tool_call_and_its_results_count_as_one_turn() -> None:
 
 
 def test_recap_is_capped_at_max_summary_tokens() -> None:
-    long_summary = "Facts:\n- User: " + "The customer reported issue number 4411 again. " * 200
+    long_summary = "The customer reported issue number 4411 again. " * 200
     compactor = HistoryCompactor(
         ScriptedChatModel(responses=[long_summary]),
         keep_recent=2,
@@ -255,12 +250,12 @@ def test_require_human_first_puts_the_recap_in_a_human_message_when_needed() -> 
 
 
 def test_chinese_prompts_and_custom_summary_prompt() -> None:
-    llm = ScriptedChatModel(responses=["事实：\n- User: 用户询问退款。"])
+    llm = ScriptedChatModel(responses=["用户询问退款。"])
     compactor = HistoryCompactor(
         llm, keep_recent=2, trigger_tokens=10, prompts=PromptRegistry(language="zh")
     )
     out = compactor.compact(refund_history())
-    assert out[0].text == "[回顾] 事实：\n- User: 用户询问退款。"
+    assert out[0].text == "[回顾] 用户询问退款。"
     assert "请总结" in llm.requests[0][0].text
 
     custom = ScriptedChatModel(responses=["short"])

@@ -121,9 +121,7 @@ async def test_async_graph_uses_the_async_path() -> None:
     async def respond(state: dict[str, Any]) -> dict[str, Any]:
         return {"messages": [AIMessage("fine, stored it")]}
 
-    llm = ScriptedChatModel(
-        respond=lambda messages: calls.append("llm") or "Facts:\n- Summary: codes noted."
-    )
+    llm = ScriptedChatModel(respond=lambda messages: calls.append("llm") or "Summary: codes noted.")
     builder = StateGraph(CompactionGraphState)
     builder.add_node(
         "compact", compaction_node(HistoryCompactor(llm, keep_recent=2, trigger_tokens=80))
@@ -136,7 +134,7 @@ async def test_async_graph_uses_the_async_path() -> None:
     for turn in range(6):
         state = await graph.ainvoke({"messages": [HumanMessage(turn_text(turn))]}, config)
     assert calls
-    assert state["llm_input_messages"][0].text.startswith("[Recap] Facts:\n- Summary: codes noted.")
+    assert state["llm_input_messages"][0].text.startswith("[Recap] Summary: codes noted.")
 
 
 def test_tools_and_system_prompt_count_towards_the_trigger() -> None:

@@ -368,9 +368,7 @@ def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
         turns = sorted({int(a or b) for a, b in re.findall(r"Turn (\d+):|第 (\d+) 轮", text)})
         keys = sorted(set(re.findall(r"\b[TB]\d{3}\b", text)))
         span = f"turns {turns[0]}-{turns[-1]}" if turns else "no turns"
-        # In the recap's sections (issue 19): a prose reply would be refused.
-        notes = ", ".join(keys) or "none"
-        return Reply(text=f"Facts:\n- Assistant: Recap of {span}. Notes mentioned: {notes}.")
+        return Reply(text=f"Recap of {span}. Notes mentioned: {', '.join(keys) or 'none'}.")
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
     question = content_text(messages[users[-1]].get("content"))
     match = _TURN.match(question)

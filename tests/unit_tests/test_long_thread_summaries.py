@@ -42,9 +42,7 @@ def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
     if kind == "summary":
         text = "\n".join(content_text(m.get("content")) for m in messages)
         facts = sorted(set(FACT.findall(text)))
-        # In the recap's sections (issue 19): a prose reply would be refused.
-        items = [f"- User: {fact}" for fact in facts]
-        return Reply(text="\n".join(["Facts:", *items, "- User: reported stock levels."]))
+        return Reply(text="\n".join([*facts, "The user reported stock levels."]))
     return Reply(text="Noted.")
 
 

@@ -173,8 +173,7 @@ def test_summary_call_reuses_the_agent_prefix_for_prompt_caching() -> None:
     def agent_or_summary(messages: list[BaseMessage]) -> AIMessage:
         last = messages[-1]
         if isinstance(last, HumanMessage) and last.text.startswith("Pause the task"):
-            # In the recap's sections (issue 19): prose would be refused.
-            return AIMessage("Facts:\n- Assistant: Checked SKU-0 to SKU-9; FACT-0 dock code 7000.")
+            return AIMessage("Checked SKU-0 to SKU-9; FACT-0 dock code 7000.")
         return scripted_agent(messages)
 
     model = ScriptedChatModel(respond=agent_or_summary)
@@ -196,5 +195,5 @@ def test_summary_call_reuses_the_agent_prefix_for_prompt_caching() -> None:
         assert model.request_tools[i] == model.request_tools[i - 1]
         assert find_message_problems(summary_request) == []
     state = agent.get_state(config).values
-    assert state[SUMMARY_KEY]["text"].startswith("Facts:\n- Assistant: Checked SKU-0")
-    assert model.requests[-1][1].text.startswith("[Recap] Facts:\n- Assistant: Checked SKU-0")
+    assert state[SUMMARY_KEY]["text"].startswith("Checked SKU-0")
+    assert model.requests[-1][1].text.startswith("[Recap] Checked SKU-0")

@@ -100,8 +100,7 @@ def unseen_encoding() -> tiktoken.Encoding:
 
 def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
     if kind == "summary":
-        # In the recap's sections (issue 19): a prose reply would be refused.
-        return Reply(text="Facts:\n- User: pasted manual pages; the assistant looked each up.")
+        return Reply(text="The user pasted manual pages; the assistant looked each up.")
     last = messages[-1]
     if last.get("role") == "tool":
         return Reply(text="Noted, that section is read.")
@@ -292,7 +291,7 @@ def test_a_refused_call_is_reassembled_smaller_and_sent_once_more() -> None:
 
     def refuse_first(messages: list[Any]) -> AIMessage:
         if messages[-1].text.startswith("Pause the task"):  # the in-place recap request
-            return AIMessage("Facts:\n- User: Shelves 0-7 were counted.")  # the recap's sections
+            return AIMessage("Shelves 0-7 were counted.")
         calls.append(messages)
         if len(calls) == 1:
             sent = count_message_tokens(messages)

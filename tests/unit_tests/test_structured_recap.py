@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_contextkit import HistoryCompactor, PromptRegistry
+from langchain_contextkit import HistoryCompactor, PromptRegistry, count_tokens
 from langchain_contextkit.facts import RECAP_SECTIONS, action_details, recap_section
 from langchain_contextkit.summarizers import (
     ExtractiveSummarizer,
@@ -240,11 +240,14 @@ def test_the_model_is_asked_for_exactly_these_sections() -> None:
 @pytest.mark.parametrize(
     "reply",
     [
-        "The user's order 7 broke; a refund was approved.",  # prose, no sections
         "Here is the summary:\nFacts:\n- User: Order 7 broke.",  # text before the sections
+        "Order 7 broke.\n事实：\n- User: Order 7 broke.",  # prose, then a (zh) heading
         "Facts:\n- User: Order 7 broke.\nRisks:\n- none known",  # a heading it does not have
         "Facts:\nOpen questions:",  # headings, no items
+        "Facts:\n- none",  # headings, no real item
         "   ",  # empty
+        "...",  # a placeholder
+        "N/A",
     ],
 )
 def test_a_malformed_model_reply_falls_back_to_the_extractive_recap(reply: str) -> None:
@@ -261,12 +264,41 @@ def test_a_malformed_model_reply_falls_back_to_the_extractive_recap(reply: str) 
 
 
 async def test_a_malformed_model_reply_falls_back_async() -> None:
-    llm = ScriptedChatModel(responses=["Order 7 broke and was refunded."])
+    llm = ScriptedChatModel(responses=["Summary:\nFacts:\n- User: Order 7 broke."])
     compactor = HistoryCompactor(llm, keep_recent=2, trigger_tokens=10)
     result = await compactor.acompact_view(_refund())
     assert result.summarizer == "extractive"
     assert result.summary is not None
     assert "2024-05-02" in result.summary.text
+
+
+PROSE = "The user's order 7 broke on 2024-05-02; a refund was approved."
+
+
+@pytest.mark.parametrize("reply", [PROSE, f"  {PROSE}\n\n", "Summary:\n" + PROSE])
+def test_a_prose_model_reply_is_kept_as_written(reply: str) -> None:
+    # No recap heading at all: the seed's prose recap stands, trimmed, with no tier.
+    llm = ScriptedChatModel(responses=[reply])
+    result = HistoryCompactor(llm, keep_recent=2, trigger_tokens=10).compact_view(_refund())
+    assert result.summarizer == "llm"
+    assert result.summary is not None
+    assert result.summary.text == reply.strip()
+    assert result.messages[0].text == f"[Recap] {reply.strip()}"
+    assert result.fidelity is None
+
+
+async def test_a_prose_model_reply_is_kept_as_written_async() -> None:
+    llm = ScriptedChatModel(responses=[PROSE])
+    result = await HistoryCompactor(llm, keep_recent=2, trigger_tokens=10).acompact_view(_refund())
+    assert (result.summarizer, result.summary and result.summary.text) == ("llm", PROSE)
+
+
+def test_a_prose_reply_is_capped_like_any_recap() -> None:
+    prose = "The customer reported issue number 4411 again. " * 200
+    text, tier = structured_recap(prose, max_tokens=50) or ("", "")
+    assert tier is None
+    assert prose.startswith(text.removesuffix("…"))
+    assert 0 < count_tokens(text) <= 50
 
 
 def test_a_custom_prompt_or_callback_keeps_its_own_format() -> None:
@@ -282,13 +314,15 @@ def test_a_custom_prompt_or_callback_keeps_its_own_format() -> None:
     assert result.fidelity is None
 
 
-def test_structured_recap_reads_markdown_headings_and_rejects_prose() -> None:
+def test_structured_recap_reads_markdown_headings_and_keeps_prose() -> None:
     reply = "## Open questions\n* User: Is order 8 late?\n\n**Facts:**\n1. User: Order 7 broke."
     assert structured_recap(reply, max_tokens=100) == (
         "Facts:\n- User: Order 7 broke.\nOpen questions:\n- User: Is order 8 late?",
         "medium",
     )
-    assert structured_recap("Order 7 broke.", max_tokens=100) is None
+    assert structured_recap("  Order 7 broke.\n", max_tokens=100) == ("Order 7 broke.", None)
+    assert structured_recap("Order 7 broke.\n**Facts:**\n- User: x.", max_tokens=100) is None
+    assert structured_recap("None.", max_tokens=100) is None
     zh = structured_recap("事实：\n- User: 项目代号是 X-2231。", max_tokens=100, prompts=ZH)
     assert zh == ("事实：\n- User: 项目代号是 X-2231。", "medium")
 
@@ -334,26 +368,45 @@ def _lockers(turns: int) -> list[BaseMessage]:
     return history
 
 
-@pytest.mark.parametrize("prose_at", [1, 3])
-def test_every_epoch_of_a_chain_must_be_in_the_sections(prose_at: int) -> None:
-    # A long history attached at once is summarised epoch by epoch; a model's prose
-    # reply to any of them is refused like a final one, and never remembered as a recap.
+@pytest.mark.parametrize("broken_at", [1, 3])
+@pytest.mark.parametrize("broken", ["Notes:\nFacts:\n- User: lockers.", "Facts:", "…"])
+def test_a_broken_epoch_of_a_chain_falls_back(broken_at: int, broken: str) -> None:
+    # A long history attached at once is summarised epoch by epoch; a broken reply to
+    # any of them is refused like a final one, and never remembered as a recap.
     calls: list[object] = []
 
     def respond(_messages: object) -> str:
         calls.append(_messages)
-        if len(calls) == prose_at:
-            return "Some prose about lockers."
+        if len(calls) == broken_at:
+            return broken
         return "Facts:\n- User: locker codes noted."
 
     llm = ScriptedChatModel(respond=respond, profile={"max_input_tokens": 100_000})
     compactor = HistoryCompactor(llm, keep_recent=2)
     result = compactor.compact_view(_lockers(400), room_tokens=3000)
-    assert len(calls) == prose_at  # the chain stopped at the refused reply
+    assert len(calls) == broken_at  # the chain stopped at the refused reply
     assert result.summarizer == "extractive"
     assert result.summary is not None
     assert result.summary.text.startswith("Facts:\n- User: Turn 0: the code for locker L0")
-    assert "prose" not in result.summary.text
+    assert "Notes:" not in result.summary.text
+
+
+def test_a_prose_epoch_of_a_chain_is_kept_as_written() -> None:
+    # Prose is as good an epoch recap as sections: it is extended, not refused.
+    calls: list[str] = []
+
+    def respond(messages: list[BaseMessage]) -> str:
+        calls.append(messages[-1].text)
+        return f"Locker codes noted, part {len(calls)}."
+
+    llm = ScriptedChatModel(respond=respond, profile={"max_input_tokens": 100_000})
+    result = HistoryCompactor(llm, keep_recent=2).compact_view(_lockers(400), room_tokens=3000)
+    assert len(calls) > 1
+    assert result.summarizer == "llm"
+    assert result.summary is not None
+    assert result.summary.text == f"Locker codes noted, part {len(calls)}."
+    # Each later epoch was handed the prose before it, as written.
+    assert all(f"Locker codes noted, part {i}." in calls[i] for i in range(1, len(calls)))
 
 
 def test_a_chain_of_structured_epochs_is_the_models() -> None:

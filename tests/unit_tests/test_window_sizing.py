@@ -58,8 +58,7 @@ def scripted(messages: list[BaseMessage]) -> AIMessage:
     last = messages[-1]
     if isinstance(last, HumanMessage) and last.text.startswith(VIEW_INSTRUCTION):
         facts = sorted({w for m in messages for w in m.text.split() if w.startswith("FACT-")})
-        # In the recap's sections (issue 19): a prose reply would be refused.
-        return AIMessage("Facts:\n- Assistant: " + ", ".join(facts) + ". Parcels were tracked.")
+        return AIMessage("Recap: " + ", ".join(facts) + ". Parcels were tracked.")
     if isinstance(last, ToolMessage):
         return AIMessage(f"It is {last.text[-17:]}")
     turn = sum(isinstance(m, HumanMessage) and m.text.startswith("Turn ") for m in messages)
