@@ -125,6 +125,25 @@ DEFAULT_FIDELITY_INSTRUCTIONS: Mapping[Language, Mapping[Fidelity, str]] = Mappi
 )
 """What a summary keeps at each fidelity tier, per language (seed 004's tiers)."""
 
+TERSE_RECAP_TOKENS = 512
+"""Below this recap cap, a model is asked to leave the origin off the user's own items."""
+
+_TERSE_RECAP_FORMATS: Mapping[Language, str] = MappingProxyType(
+    {
+        "en": (
+            "Only these headings, in order, empty ones skipped:\n{headings}\n"
+            "Items as - text lines for what the user said, - Assistant: / - Tool (name): "
+            "lines for the rest; actions with owner and deadline."
+        ),
+        "zh": (
+            "只用这些标题，按顺序，空节省略：\n{headings}\n"
+            "用户所说的条目写成 - 内容 行，其余写成 - Assistant: / - Tool (工具名): 行；"
+            "待办注明负责人与截止时间。"
+        ),
+    }
+)
+"""`_RECAP_FORMATS` for a small cap: the user's items carry no origin."""
+
 _RECAP_FORMATS: Mapping[Language, str] = MappingProxyType(
     {
         "en": (
@@ -293,10 +312,17 @@ class PromptRegistry:
         """
         return self.heading(f"recap_{section}")
 
-    def recap_format(self) -> str:
-        """Return the part of a summary instruction that asks for the recap's sections."""
+    def recap_format(self, max_tokens: int | None = None) -> str:
+        """Return the part of a summary instruction that asks for the recap's sections.
+
+        Under `TERSE_RECAP_TOKENS` (`max_tokens`, the recap's cap), the user's own items
+        are asked for without an origin (an item naming none is the user's): at a small
+        cap, ``User:`` on every fact is a fair share of the room.
+        """
         headings = "\n".join(self.heading(key) for key in _RECAP_SECTION_KEYS)
-        return _RECAP_FORMATS[self.language].replace("{headings}", headings)
+        terse = max_tokens is not None and max_tokens < TERSE_RECAP_TOKENS
+        formats = _TERSE_RECAP_FORMATS if terse else _RECAP_FORMATS
+        return formats[self.language].replace("{headings}", headings)
 
     def action_note(self, owner: str | None, deadline: str | None) -> str:
         """Return the note after an action item naming its owner and deadline ("" for none).
@@ -329,7 +355,7 @@ class PromptRegistry:
             template.replace("{max_tokens}", str(max_tokens))
             .replace("{keep_last}", str(keep_last))
             .replace("{fidelity}", DEFAULT_FIDELITY_INSTRUCTIONS[self.language][fidelity])
-            .replace("{format}", self.recap_format())
+            .replace("{format}", self.recap_format(max_tokens))
         )
 
     def view_summary_instruction(

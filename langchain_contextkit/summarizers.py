@@ -490,9 +490,10 @@ def structured_recap(
     - No recap heading at all: prose. It is kept as written (trimmed, cut to
       `max_tokens`) and its tier is None: the model chose its own format.
     - The structure: every line after a known heading, items as ``- Role: text`` (an
-      item naming no origin is kept as ``- text``). It comes back canonical (sections in
-      their fixed order, empty ones left out), so the same content is always the same
-      bytes. Over `max_tokens`, the next lower fidelity tier is applied to its lines
+      item naming no origin is kept as ``- text`` and ranks as the user's, as a small
+      cap's instruction asks: `PromptRegistry.recap_format`). It comes back canonical
+      (sections in their fixed order, empty ones left out), so the same content is
+      always the same bytes. Over `max_tokens`, the next lower fidelity tier is applied to its lines
       (`ExtractiveSummarizer`) before any line of that tier is dropped; the tier used is
       returned with the text.
     - Empty or a placeholder (nothing alphanumeric, "none", "n/a"), or broken structure
@@ -550,7 +551,8 @@ def _section_items(lines: list[str], registry: PromptRegistry) -> list[_Sentence
         label, text = _recap_item(line)
         if not text or normalised(text) in _EMPTY_ITEMS:
             continue
-        score = max(1, _score(text, label or "Note"))
+        # An item naming no origin is the user's (what a small cap's instruction asks).
+        score = max(1, _score(text, label or "User"))
         items.append(_Sentence(len(items), label, text, score, section))
     return items
 

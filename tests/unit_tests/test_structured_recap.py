@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_contextkit import HistoryCompactor, PromptRegistry, count_tokens
 from langchain_contextkit.facts import RECAP_SECTIONS, action_details, recap_section
+from langchain_contextkit.prompts import TERSE_RECAP_TOKENS
 from langchain_contextkit.summarizers import (
     ExtractiveSummarizer,
     compose_extension,
@@ -419,3 +420,35 @@ def test_a_chain_of_structured_epochs_is_the_models() -> None:
     assert result.summarizer == "llm"
     assert result.summary is not None
     assert result.summary.text == "Facts:\n- User: locker codes noted."
+
+
+# -- a small cap: the user's items without their origin ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prompts", "terse"),
+    [(EN, "- text lines for what the user said"), (ZH, "用户所说的条目写成 - 内容")],
+)
+def test_a_small_cap_asks_for_the_users_items_without_their_origin(
+    prompts: PromptRegistry, terse: str
+) -> None:
+    small = TERSE_RECAP_TOKENS - 1
+    assert terse in prompts.summary_instruction(max_tokens=small)
+    assert terse in prompts.extend_instruction(max_tokens=small)
+    assert terse in prompts.view_summary_instruction(max_tokens=small, keep_last=2)
+    large = prompts.summary_instruction(max_tokens=TERSE_RECAP_TOKENS)
+    assert terse not in large
+    assert "- User: / - Assistant:" in large
+    # Either way the same sections are asked for.
+    assert "\n".join(prompts.recap_heading(s) for s in RECAP_SECTIONS) in large
+
+
+def test_an_item_naming_no_origin_ranks_as_the_users() -> None:
+    # Four of the user's facts without an origin, four of the assistant's conclusions: a
+    # cap for about four keeps the user's, written as the model wrote them.
+    users = [f"- Fact: the code for item-{i} is {700000 + i}." for i in range(4)]
+    mine = [f"- Assistant: We decided item-{i} gets code {800000 + i}." for i in range(4)]
+    reply = "Facts:\n" + "\n".join([*mine, *users])
+    cap = count_tokens("Facts:\n" + "\n".join(users)) + 2
+    text, _ = structured_recap(reply, max_tokens=cap) or ("", "")
+    assert text.splitlines()[1:] == users
