@@ -8,6 +8,7 @@ fact of what it summarised, and re-inserts what it dropped).
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from typing import Literal, get_args
 
@@ -114,9 +115,15 @@ def salient_facts(text: str) -> list[str]:
         # ['item-7', '493021']
         ```
     """
+    return list(_salient(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _salient(text: str) -> tuple[str, ...]:
+    """`salient_facts`, remembered: a recap scores, sorts and tiers each line more than once."""
     if is_markup_line(text):
-        return []
-    return [t for t in fact_tokens(strip_markup(text)) if not _NOISE_TOKEN.search(t)]
+        return ()
+    return tuple(t for t in fact_tokens(strip_markup(text)) if not _NOISE_TOKEN.search(t))
 
 
 def split_sentences(text: str) -> list[str]:
@@ -388,7 +395,7 @@ def has_key_number(text: str) -> bool:
         assert not has_key_number("Use option 2 of vim90/menu.vim.")
         ```
     """
-    for token in salient_facts(text):
+    for token in _salient(text):
         digits = any(ch.isdigit() for ch in token)
         if digits and (len(token) > _MINOR_NUMBER or not token[0].isdigit()):
             return True
