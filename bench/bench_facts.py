@@ -13,9 +13,12 @@ seeded `random.Random`). The scripted model answers each turn with one `read_pag
 call, whose result is 500-2,000 characters of that language's man pages, the machine's
 package logs (`corpus.system_logs`) or Python source (`corpus.python_source`), then with
 a one-line answer. A summary request (the stub's `summary` kind) is answered with every
-line of the request that starts with ``Fact:``: a summariser that keeps what it is asked
-to keep. It does not stop at the request's max_tokens as a real model would, so a recap
-is bounded only by what the middleware does with the reply.
+line of the request that starts with ``Fact:`` (or is a recap's ``- User: Fact:`` item),
+as ``- User:`` items under the ``Facts:`` heading the instruction asks for (``- `` items
+without the origin when the instruction asks for the user's items without it): a summariser
+that keeps what it is asked to keep, in the format it is asked for. It does not stop at
+the request's max_tokens as a real model would, so a recap is bounded only by what the
+middleware does with the reply.
 
 Contenders, per language and window:
 
@@ -142,12 +145,16 @@ def make_script(language: str, turns: int) -> Script | None:
 # --- the scripted model --------------------------------------------------------------------
 
 
+_TERSE = re.compile(r"- text lines for what the user said|用户所说的条目写成 - 内容")
+_RECAP_ITEM = re.compile(r"^(?:\[Recap\]\s*)?(?:- )?(?:User: )?")
+
+
 def fact_lines(messages: list[dict[str, Any]]) -> list[str]:
-    """Every line starting with "Fact:" (after a recap heading), first seen first."""
+    """Every line starting with "Fact:" (after a recap heading or ``- User:``), first first."""
     seen: dict[str, None] = {}
     for message in messages:
         for line in content_text(message.get("content")).splitlines():
-            line = line.strip().removeprefix("[Recap]").strip()  # noqa: PLW2901
+            line = _RECAP_ITEM.sub("", line.strip(), count=1).strip()  # noqa: PLW2901
             if line.startswith("Fact:"):
                 seen.setdefault(line, None)
     return list(seen)
@@ -155,7 +162,12 @@ def fact_lines(messages: list[dict[str, Any]]) -> list[str]:
 
 def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
     if kind == "summary":
-        return Reply(text="\n".join([*fact_lines(messages), "The user had pages read."]))
+        # In the sections the summary instruction asks for, each fact with its origin
+        # (none for the user's own items when the instruction says so, at a small cap).
+        asked = "\n".join(content_text(m.get("content")) for m in messages[-1:])
+        origin = "" if _TERSE.search(asked) else "User: "
+        items = [f"- {origin}{line}" for line in fact_lines(messages)]
+        return Reply(text="\n".join(["Facts:", *items, "- Assistant: The user had pages read."]))
     last = messages[-1] if messages else {}
     text = content_text(last.get("content"))
     if last.get("role") == "tool":

@@ -122,6 +122,17 @@ class Calibration:
         chosen = ranked[_RANK - 1] if len(ranked) >= _RANK else ranked[0]
         return _bounded(chosen)
 
+    def cautious(self) -> Calibration:
+        """This calibration with the largest of the recent ratios as its factor.
+
+        For a request whose refusal is not retried smaller (a summary written in place
+        falls back to another request): it is sized by the largest error the recent
+        calls showed, not by the `_RANK`-th largest the agent's own requests use.
+        """
+        if len(self.ratios) < _RANK:
+            return self  # the factor is the largest already
+        return Calibration((max(self.ratios),), self.calls, self.window)
+
     def real(self, estimated: int) -> int:
         """`estimated` tokens in the provider's tokens, by the current factor."""
         return round(estimated * self.factor)

@@ -26,6 +26,7 @@ reducer:
   agent_keep_recent_steps: 5
 compaction:
   keep_recent: 6
+  fidelity: high
 window_budget:
   rag_ratio: 0.3
 ```
@@ -293,6 +294,8 @@ def _describe(hint: Any, *, plural: bool = False) -> str:  # noqa: ANN401 - any 
         return " or ".join("null" if arg is _NONE else _describe(arg) for arg in args)
     if hint in _SIMPLE:
         return _SIMPLE[hint][plural]
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(arg) for arg in args)
     if origin in (Mapping, dict):
         keys, items = (_describe(arg, plural=True) for arg in args)
         return f"a mapping of {keys} to {items}"
@@ -327,6 +330,10 @@ def _from_plain(hint: Any, value: object, path: str, shown: Any = None) -> objec
         return _from_plain(options[0], value, path, shown)
     if hint in (bool, int, float, str):
         return _scalar(hint, value, path, shown)
+    if origin is typing.Literal:
+        if isinstance(value, bool) or value not in args:
+            raise _wrong_type(shown, value, path)
+        return value
     if origin in (Mapping, dict):
         return _mapping(hint, value, path, shown)
     if origin in (frozenset, set, list) or (origin is tuple and args[-1:] == (Ellipsis,)):

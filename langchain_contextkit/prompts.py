@@ -25,14 +25,25 @@ from typing import Literal, get_args
 from langchain_contextkit.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_FIDELITY_INSTRUCTIONS",
     "DEFAULT_HEADINGS",
     "DEFAULT_SUMMARY_INSTRUCTIONS",
+    "FIDELITIES",
+    "Fidelity",
     "Language",
     "PromptRegistry",
     "with_data_boundary",
 ]
 
 Language = Literal["en", "zh"]
+
+Fidelity = Literal["high", "medium", "low"]
+"""How much of what it summarises a recap keeps: ``high`` keeps details and exact
+wording, ``medium`` every key fact and conclusion, ``low`` only conclusions and key
+numbers."""
+
+FIDELITIES: tuple[Fidelity, ...] = get_args(Fidelity)
+"""Every fidelity tier, the most faithful first (the order a tight recap steps down)."""
 
 DEFAULT_HEADINGS: Mapping[Language, Mapping[str, str]] = MappingProxyType(
     {
@@ -45,6 +56,11 @@ DEFAULT_HEADINGS: Mapping[Language, Mapping[str, str]] = MappingProxyType(
                 "tool": "[Tool results]",
                 "question": "[Current question]",
                 "recap": "[Recap]",
+                "recap_facts": "Facts:",
+                "recap_decisions": "Decisions:",
+                "recap_actions": "Action items:",
+                "recap_numbers": "Numbers:",
+                "recap_questions": "Open questions:",
             }
         ),
         "zh": MappingProxyType(
@@ -56,45 +72,132 @@ DEFAULT_HEADINGS: Mapping[Language, Mapping[str, str]] = MappingProxyType(
                 "tool": "[工具结果]",
                 "question": "[当前问题]",
                 "recap": "[回顾]",
+                "recap_facts": "事实：",
+                "recap_decisions": "决定：",
+                "recap_actions": "待办事项：",
+                "recap_numbers": "数字：",
+                "recap_questions": "未决问题：",
             }
         ),
     }
 )
-"""Section headings per language, keyed by source name (plus ``question`` and ``recap``)."""
+"""Section headings per language, keyed by source name (plus ``question``, ``recap`` and
+the structured recap's sections ``recap_facts``, ``recap_decisions``, ``recap_actions``,
+``recap_numbers`` and ``recap_questions``)."""
+
+_RECAP_SECTION_KEYS = (
+    "recap_facts",
+    "recap_decisions",
+    "recap_actions",
+    "recap_numbers",
+    "recap_questions",
+)
+
+DEFAULT_FIDELITY_INSTRUCTIONS: Mapping[Language, Mapping[Fidelity, str]] = MappingProxyType(
+    {
+        "en": MappingProxyType(
+            {
+                "high": (
+                    "Keep the details: every fact, number, date, name, identifier, decision, "
+                    "commitment and open question, in its exact wording where it matters; "
+                    "about half the original length."
+                ),
+                "medium": "Keep every key fact, number, id, decision, question and conclusion.",
+                "low": (
+                    "Keep only the conclusions and decisions and the key numbers (codes, "
+                    "amounts, dates, measures); leave out everything else."
+                ),
+            }
+        ),
+        "zh": MappingProxyType(
+            {
+                "high": (
+                    "尽量保留细节、数字、原话：所有事实、名称、标识符、决定、承诺与未解决的问题，"
+                    "压缩为原有长度的一半。"
+                ),
+                "medium": (
+                    "保留所有关键事实与结论（数字、名称、标识符、决定、未决问题），去除修饰与重复。"
+                ),
+                "low": "只保留核心结论与关键数字（编号、金额、日期、指标），其余一概省略。",
+            }
+        ),
+    }
+)
+"""What a summary keeps at each fidelity tier, per language (seed 004's tiers)."""
+
+TERSE_RECAP_TOKENS = 512
+"""Below this recap cap, a model is asked to leave the origin off the user's own items."""
+
+_TERSE_RECAP_FORMATS: Mapping[Language, str] = MappingProxyType(
+    {
+        "en": (
+            "Only these headings, in order, empty ones skipped:\n{headings}\n"
+            "Items as - text lines for what the user said, - Assistant: / - Tool (name): "
+            "lines for the rest; actions with owner and deadline."
+        ),
+        "zh": (
+            "只用这些标题，按顺序，空节省略：\n{headings}\n"
+            "用户所说的条目写成 - 内容 行，其余写成 - Assistant: / - Tool (工具名): 行；"
+            "待办注明负责人与截止时间。"
+        ),
+    }
+)
+"""`_RECAP_FORMATS` for a small cap: the user's items carry no origin."""
+
+_RECAP_FORMATS: Mapping[Language, str] = MappingProxyType(
+    {
+        "en": (
+            "Only these headings, in order, empty ones skipped:\n{headings}\n"
+            "Items as - User: / - Assistant: / - Tool (name): lines; actions with owner and "
+            "deadline."
+        ),
+        "zh": (
+            "只用这些标题，按顺序，空节省略：\n{headings}\n"
+            "条目写成 - User: / - Assistant: / - Tool (工具名): 行；待办注明负责人与截止时间。"
+        ),
+    }
+)
+
+_ACTION_NOTES: Mapping[Language, tuple[str, str, str, str]] = MappingProxyType(
+    {
+        "en": (" (", "owner: ", "due: ", ")"),
+        "zh": ("（", "负责人：", "截止：", "）"),
+    }
+)
 
 DEFAULT_SUMMARY_INSTRUCTIONS: Mapping[Language, str] = MappingProxyType(
     {
         "en": (
             "Summarise the earlier part of the conversation below so that the assistant can "
-            "continue it without the original messages. Keep every fact, number, date, name, "
-            "identifier, decision, commitment and open question; drop greetings and "
-            "repetition. Write plain prose in the conversation's language, at most "
-            "{max_tokens} tokens. Do not answer or continue the conversation."
+            "continue it without the original messages. {fidelity} Write in the "
+            "conversation's language, at most {max_tokens} tokens. Do not answer or continue "
+            "the conversation.\n\n{format}"
         ),
         "zh": (
-            "请总结下面这段较早的对话，使助手无需原始消息也能接着对话。保留所有事实、数字、日期、"
-            "名称、标识符、决定、承诺与未解决的问题；去掉寒暄与重复。用对话所用的语言写成连贯的"
-            "文字，不超过 {max_tokens} 个 token。不要回答或继续这段对话。"
+            "请总结下面这段较早的对话，使助手无需原始消息也能接着对话。{fidelity}"
+            "用对话所用的语言书写，不超过 {max_tokens} 个 token。不要回答或继续这段对话。"
+            "\n\n{format}"
         ),
     }
 )
-"""The default instruction for summarising old turns; ``{max_tokens}`` is filled in."""
+"""The default instruction for summarising old turns; ``{max_tokens}``, ``{fidelity}``
+(the tier's instruction) and ``{format}`` (the recap's sections) are filled in."""
 
 DEFAULT_EXTEND_INSTRUCTIONS: Mapping[Language, str] = MappingProxyType(
     {
         "en": (
             "Below are the summary of the conversation so far (PREVIOUS SUMMARY) and the "
             "messages that followed it (NEW MESSAGES). Extend the summary with the new "
-            "messages: keep every fact, number, date, name, identifier, decision, commitment "
-            "and open question from both, update anything the new messages changed, and drop "
-            "greetings and repetition. Write plain prose in the conversation's language, at "
-            "most {max_tokens} tokens. Do not answer or continue the conversation."
+            "messages, from both: {fidelity} Update anything the new messages changed; keep "
+            "each earlier item in its section with where it came from. Write in the "
+            "conversation's language, at most {max_tokens} tokens. Do not answer "
+            "or continue the conversation.\n\n{format}"
         ),
         "zh": (
             "下面是目前为止的对话摘要（PREVIOUS SUMMARY）和其后的新消息（NEW MESSAGES）。请用新消息"
-            "扩充这份摘要：保留两者中的所有事实、数字、日期、名称、标识符、决定、承诺与未解决的问题，"
-            "更新被新消息改变的内容，去掉寒暄与重复。用对话所用的语言写成连贯的文字，不超过 "
-            "{max_tokens} 个 token。不要回答或继续这段对话。"
+            "扩充这份摘要，对两者都要：{fidelity}更新被新消息改变的内容，已有条目保留在原小节并注明"
+            "来源。用对话所用的语言书写，不超过 {max_tokens} 个 token。不要回答或继续这段"
+            "对话。\n\n{format}"
         ),
     }
 )
@@ -103,18 +206,14 @@ DEFAULT_EXTEND_INSTRUCTIONS: Mapping[Language, str] = MappingProxyType(
 DEFAULT_VIEW_SUMMARY_INSTRUCTIONS: Mapping[Language, str] = MappingProxyType(
     {
         "en": (
-            "Pause the task. Write a summary of the conversation above so that it can "
-            "continue without its older messages: cover everything except the last "
-            "{keep_last} messages, which stay verbatim after your summary, and fold in any "
-            "earlier recap. Keep every fact, number, date, name, identifier, decision, "
-            "commitment and open question; drop greetings and repetition. At most "
-            "{max_tokens} tokens. Reply with the summary only and do not call any tool."
+            "Pause the task. Write a summary of the conversation above but its last "
+            "{keep_last} messages (kept verbatim), folding in any earlier recap. {fidelity} "
+            "At most {max_tokens} tokens; the summary only, no tool calls.\n\n{format}"
         ),
         "zh": (
-            "暂停当前任务。请为上面的对话写一份摘要，使对话无需较早的消息也能继续：涵盖除最后 "
-            "{keep_last} 条消息以外的全部内容（那几条会原样保留在摘要之后），并合并已有的回顾。"
-            "保留所有事实、数字、日期、名称、标识符、决定、承诺与未解决的问题；去掉寒暄与重复。"
-            "不超过 {max_tokens} 个 token。只回复摘要，不要调用任何工具。"
+            "暂停当前任务。请为上面的对话写一份摘要，涵盖除最后 {keep_last} 条消息（它们原样保留在"
+            "摘要之后）以外的全部内容，并合并已有的回顾。{fidelity}不超过 {max_tokens} 个 token。"
+            "只回复摘要，不要调用工具。\n\n{format}"
         ),
     }
 )
@@ -171,16 +270,19 @@ class PromptRegistry:
         """
         return self.headings.get(name) or DEFAULT_HEADINGS[self.language].get(name) or f"[{name}]"
 
-    def summary_instruction(self, *, max_tokens: int) -> str:
+    def summary_instruction(self, *, max_tokens: int, fidelity: Fidelity = "medium") -> str:
         """Return the instruction for summarising old turns into at most `max_tokens`.
+
+        The default asks for a structured recap (`recap_format`) at the `fidelity` tier.
 
         Args:
             max_tokens: The recap's cap, written into the instruction.
+            fidelity: What the summary keeps (`DEFAULT_FIDELITY_INSTRUCTIONS`).
         """
         template = self.summary_prompt or DEFAULT_SUMMARY_INSTRUCTIONS[self.language]
-        return template.replace("{max_tokens}", str(max_tokens))
+        return self._fill(template, max_tokens=max_tokens, fidelity=fidelity)
 
-    def extend_instruction(self, *, max_tokens: int) -> str:
+    def extend_instruction(self, *, max_tokens: int, fidelity: Fidelity = "medium") -> str:
         """Return the instruction for extending a running summary with newer turns.
 
         A custom `summary_prompt` is used here too (it then sees the previous summary and
@@ -188,11 +290,77 @@ class PromptRegistry:
 
         Args:
             max_tokens: The recap's cap, written into the instruction.
+            fidelity: What the summary keeps.
         """
         template = self.summary_prompt or DEFAULT_EXTEND_INSTRUCTIONS[self.language]
-        return template.replace("{max_tokens}", str(max_tokens))
+        return self._fill(template, max_tokens=max_tokens, fidelity=fidelity)
 
-    def view_summary_instruction(self, *, max_tokens: int, keep_last: int) -> str:
+    def recap_heading(self, section: str) -> str:
+        """Return the heading of a structured recap's section.
+
+        Args:
+            section: ``"facts"``, ``"decisions"``, ``"actions"``, ``"numbers"`` or
+                ``"questions"`` (see `facts.RECAP_SECTIONS`).
+
+        Example:
+            ```python
+            from langchain_contextkit import PromptRegistry
+
+            assert PromptRegistry().recap_heading("actions") == "Action items:"
+            assert PromptRegistry(language="zh").recap_heading("questions") == "未决问题："
+            ```
+        """
+        return self.heading(f"recap_{section}")
+
+    def recap_format(self, max_tokens: int | None = None) -> str:
+        """Return the part of a summary instruction that asks for the recap's sections.
+
+        Under `TERSE_RECAP_TOKENS` (`max_tokens`, the recap's cap), the user's own items
+        are asked for without an origin (an item naming none is the user's): at a small
+        cap, ``User:`` on every fact is a fair share of the room.
+        """
+        headings = "\n".join(self.heading(key) for key in _RECAP_SECTION_KEYS)
+        terse = max_tokens is not None and max_tokens < TERSE_RECAP_TOKENS
+        formats = _TERSE_RECAP_FORMATS if terse else _RECAP_FORMATS
+        return formats[self.language].replace("{headings}", headings)
+
+    def action_note(self, owner: str | None, deadline: str | None) -> str:
+        """Return the note after an action item naming its owner and deadline ("" for none).
+
+        Example:
+            ```python
+            from langchain_contextkit import PromptRegistry
+
+            print(PromptRegistry().action_note("Alice", "Friday"))
+            #  (owner: Alice, due: Friday)
+            ```
+        """
+        if owner is None and deadline is None:
+            return ""
+        start, owner_label, due_label, end = _ACTION_NOTES[self.language]
+        parts = [
+            *([owner_label + owner] if owner else []),
+            *([due_label + deadline] if deadline else []),
+        ]
+        separator = "，" if self.language == "zh" else ", "
+        return f"{start}{separator.join(parts)}{end}"
+
+    def _fill(
+        self, template: str, *, max_tokens: int, fidelity: Fidelity, keep_last: int = 0
+    ) -> str:
+        if fidelity not in FIDELITIES:
+            msg = f"fidelity must be one of {', '.join(map(repr, FIDELITIES))}, got {fidelity!r}."
+            raise ConfigError(msg)
+        return (
+            template.replace("{max_tokens}", str(max_tokens))
+            .replace("{keep_last}", str(keep_last))
+            .replace("{fidelity}", DEFAULT_FIDELITY_INSTRUCTIONS[self.language][fidelity])
+            .replace("{format}", self.recap_format(max_tokens))
+        )
+
+    def view_summary_instruction(
+        self, *, max_tokens: int, keep_last: int, fidelity: Fidelity = "medium"
+    ) -> str:
         """Return the instruction that asks a model to summarise the conversation above it.
 
         Appended after the very messages the model saw last, it lets the summary call
@@ -202,11 +370,10 @@ class PromptRegistry:
         Args:
             max_tokens: The recap's cap.
             keep_last: How many final messages stay verbatim (not to be summarised).
+            fidelity: What the summary keeps.
         """
         template = DEFAULT_VIEW_SUMMARY_INSTRUCTIONS[self.language]
-        return template.replace("{max_tokens}", str(max_tokens)).replace(
-            "{keep_last}", str(keep_last)
-        )
+        return self._fill(template, max_tokens=max_tokens, fidelity=fidelity, keep_last=keep_last)
 
     def with_headings(self, **headings: str) -> PromptRegistry:
         """Return a copy with some headings replaced.

@@ -536,6 +536,7 @@ class WindowAssembler:
             reduced=reduced,
             estimated=prompt,
             factor=factor,
+            fidelity=compaction.fidelity if compaction.compacted else None,
         )
         return WindowAssembly(messages, compaction.summary, ledger, compaction)
 

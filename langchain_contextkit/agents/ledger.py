@@ -83,6 +83,10 @@ class CallLedger:
     """Tokens the offloaded results' previews saved (estimated, before calibration)."""
     offload_failed: int = 0
     """Results kept whole because the offload store refused them."""
+    fidelity: str | None = None
+    """The fidelity tier of the recap this call's compaction wrote (``"high"``,
+    ``"medium"`` or ``"low"``: lower than configured when room was short); None when it
+    wrote none."""
 
     @property
     def prompt(self) -> int:

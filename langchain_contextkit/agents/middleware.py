@@ -140,6 +140,11 @@ class InPlaceSummary:
     provider's prompt cache serves nearly all of its input. It declines (returns None)
     when that request would not fit the window minus the output reserve, and the
     compactor then summarises the transcript, in chunks when needed.
+
+    `budget` is in the counter's own tokens. `ContextKitMiddleware` converts it with the
+    largest estimate error of its recent calls (`Calibration.cautious`), not the factor
+    its own requests use: a refused agent request is retried smaller, a refused summary
+    request is a wasted call.
     """
 
     def __init__(
@@ -600,7 +605,9 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         )
         compactor = self.assembler.compactor
         in_place = (
-            InPlaceSummary(compactor, request, self.assembler.estimator_budget(budget, calibration))
+            InPlaceSummary(
+                compactor, request, self.assembler.estimator_budget(budget, calibration.cautious())
+            )
             if self.summarize_in_place and compactor.llm is not None
             else None
         )

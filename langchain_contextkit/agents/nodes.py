@@ -351,6 +351,7 @@ def reducer_node(
                 summarize,
                 counter=counter,
                 keep_recent_steps=knobs.agent_keep_recent_steps,
+                fidelity=knobs.fidelity,
             )
         elif paradigm == "plan":
             plan = await reduce_plan(
@@ -359,6 +360,7 @@ def reducer_node(
                 summarize,
                 counter=counter,
                 keep_recent=knobs.plan_keep_recent,
+                fidelity=knobs.fidelity,
             )
             view = plan.render()
         else:

@@ -22,7 +22,7 @@ from langchain_contextkit.tokens import count_each, truncate_to_tokens
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Generator, Sequence
 
-    from langchain_contextkit.prompts import PromptRegistry
+    from langchain_contextkit.prompts import Fidelity, PromptRegistry
     from langchain_contextkit.tokens import TokenCounter
 
     Request = tuple[str, str]
@@ -91,6 +91,7 @@ def summary_requests(
     cap: int,
     prompts: PromptRegistry,
     counter: TokenCounter,
+    fidelity: Fidelity = "medium",
 ) -> Requests:
     """Yield batches of summariser requests; receive their answers; return the recap.
 
@@ -101,6 +102,7 @@ def summary_requests(
         cap: Tokens each summary may take (partials are cut to it).
         prompts: The instructions.
         counter: Token counter.
+        fidelity: What each summary keeps (written into the instructions).
     """
     costs = count_each(blocks, counter)  # in one batch, and once: the chunks reuse them
     transcript = "\n".join(blocks)
@@ -110,18 +112,19 @@ def summary_requests(
     near = sum(costs) + len(costs) + (counter(previous) if previous else 0)
     if near <= limit * _MAY_FIT and counter(whole) <= limit:
         instruction = (
-            prompts.summary_instruction(max_tokens=cap)
+            prompts.summary_instruction(max_tokens=cap, fidelity=fidelity)
             if previous is None
-            else prompts.extend_instruction(max_tokens=cap)
+            else prompts.extend_instruction(max_tokens=cap, fidelity=fidelity)
         )
         return (yield [(whole, instruction)])[0]
     chunks = pack_chunks(blocks, limit, counter, costs)
-    answers = yield [(chunk, prompts.summary_instruction(max_tokens=cap)) for chunk in chunks]
+    first = prompts.summary_instruction(max_tokens=cap, fidelity=fidelity)
+    answers = yield [(chunk, first) for chunk in chunks]
     items = [*([previous] if previous else []), *(_capped(a, cap, counter) for a in answers)]
     while len(items) > 1:
         groups = _groups(items, limit, counter)
         merged = yield [
-            (_merge_text(group), prompts.extend_instruction(max_tokens=cap))
+            (_merge_text(group), prompts.extend_instruction(max_tokens=cap, fidelity=fidelity))
             for group in groups
             if len(group) > 1
         ]
@@ -145,6 +148,7 @@ def fitted_requests(
     cap: int,
     prompts: PromptRegistry,
     counter: TokenCounter,
+    fidelity: Fidelity = "medium",
 ) -> Requests:
     """`summary_requests` sized for a summariser whose window is `window` tokens.
 
@@ -157,12 +161,18 @@ def fitted_requests(
         limit = 10**12
     else:
         usable = int(window * (1 - SAFETY))
-        instruction = prompts.extend_instruction(max_tokens=cap)
+        instruction = prompts.extend_instruction(max_tokens=cap, fidelity=fidelity)
         framing = counter(prompts.with_data_boundary(instruction, "")) + 16
         cap = max(1, min(cap, (usable - framing) // 4))
         limit = usable - framing - cap
     return summary_requests(
-        blocks, previous, limit=max(1, limit), cap=cap, prompts=prompts, counter=counter
+        blocks,
+        previous,
+        limit=max(1, limit),
+        cap=cap,
+        prompts=prompts,
+        counter=counter,
+        fidelity=fidelity,
     )
 
 

@@ -34,7 +34,9 @@ from langchain_contextkit.compaction.summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
     Summarize,
+    check_fidelity,
     render_transcript,
+    structured_recap,
     summarizer_from_llm,
 )
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
@@ -46,7 +48,7 @@ from langchain_contextkit.messages import (
     tail_start,
     unit_starts,
 )
-from langchain_contextkit.prompts import PromptRegistry
+from langchain_contextkit.prompts import Fidelity, PromptRegistry
 from langchain_contextkit.tokens import (
     TokenCounter,
     count_message_tokens,
@@ -133,8 +135,14 @@ class CompactionConfig:
     target_tokens: int | None = None
     """Compact down to this many tokens (default: half the trigger)."""
 
+    fidelity: Fidelity = "medium"
+    """What the recap keeps: ``"high"`` details and exact wording, ``"medium"`` every key
+    fact and conclusion, ``"low"`` only conclusions and key numbers. A recap that does not
+    fit its cap at this tier is written at a lower one before any line is dropped."""
+
     def __post_init__(self) -> None:
         """Validate the knobs."""
+        check_fidelity(self.fidelity)
         check_count("keep_recent", self.keep_recent, minimum=1)
         check_count("trigger_tokens", self.trigger_tokens, minimum=0)
         check_count("max_summary_tokens", self.max_summary_tokens, minimum=1)
@@ -238,6 +246,9 @@ class CompactionResult:
         tokens_after: The returned view's tokens (plus overhead).
         aged_out: Messages newly folded into the summary.
         error: Why a summariser failed, when one did (the fallback then took over).
+        fidelity: The tier the new recap was written at (`CompactionConfig.fidelity`, or
+            a lower one when the recap had to step down to fit); None when no new recap
+            was made or its summariser's format is its own (a callback's prose).
     """
 
     messages: list[BaseMessage]
@@ -248,6 +259,7 @@ class CompactionResult:
     tokens_after: int
     aged_out: int = 0
     error: str | None = None
+    fidelity: Fidelity | None = None
 
 
 @dataclass(slots=True)
@@ -270,6 +282,7 @@ class _Plan:
     # digest of what it covers; a chain of recaps walks them in order.
     cuts: tuple[int, ...] = ()
     cut_digests: tuple[str | None, ...] = ()
+    fidelity: Fidelity | None = None  # the tier the extractive recap was written at
 
     def epochs(self) -> list[tuple[int, int, str | None]]:
         """`(start, end, digest)` of each epoch in pending: one, unless the grid has more."""
@@ -314,6 +327,12 @@ class HistoryCompactor:
     memo of recaps the same recap, as one whose checkpointer keeps the running summary.
     An explicit `trigger_tokens` keeps the seed's rule everywhere.
 
+    The recap is structured (facts, decisions, action items, numbers, open questions:
+    `ExtractiveSummarizer`); a model is asked for exactly those sections. A reply that
+    uses them comes back canonical, a prose reply (no section heading) is kept as
+    written, and an empty or placeholder reply, or one whose sections are broken, gives
+    way to the extractive recap (`summarizers.structured_recap`).
+
     Example (the seed's refund conversation):
         ```python
         from langchain_core.language_models import GenericFakeChatModel
@@ -355,6 +374,7 @@ class HistoryCompactor:
         require_human_first: bool = False,
         fallback: bool = True,
         summarizer_window: int | None = None,
+        fidelity: Fidelity = "medium",
     ) -> None:
         """Configure the compactor.
 
@@ -373,6 +393,7 @@ class HistoryCompactor:
             fallback: Use the extractive summariser when the LLM or callback fails.
             summarizer_window: The summariser's window in tokens, when its profile does
                 not state it: every summariser request is sized to fit it.
+            fidelity: What the recap keeps (`CompactionConfig.fidelity`).
 
         Raises:
             ConfigError: On an out-of-range knob.
@@ -382,6 +403,7 @@ class HistoryCompactor:
             trigger_tokens=trigger_tokens,
             max_summary_tokens=max_summary_tokens,
             target_tokens=target_tokens,
+            fidelity=fidelity,
         )
         registry = prompts or PromptRegistry()
         if summary_prompt is not None:
@@ -391,7 +413,12 @@ class HistoryCompactor:
         self.token_counter = token_counter
         self.require_human_first = require_human_first
         self.fallback = fallback
-        self.extractive = ExtractiveSummarizer(max_tokens=max_summary_tokens, counter=token_counter)
+        self.extractive = ExtractiveSummarizer(
+            max_tokens=max_summary_tokens,
+            counter=token_counter,
+            prompts=registry,
+            fidelity=fidelity,
+        )
         self._llm_summarizer: LLMSummarizer | None = (
             None if llm is None else summarizer_from_llm(llm, registry)
         )
@@ -468,6 +495,11 @@ class HistoryCompactor:
     def sized_by_window(self) -> bool:
         """True when `trigger_tokens` was left at its default: an agent sizes it."""
         return self.config.sized_by_window
+
+    @property
+    def fidelity(self) -> Fidelity:
+        """The recap's fidelity tier (it may step down to fit a call's cap)."""
+        return self.config.fidelity
 
     @property
     def target_tokens(self) -> int:
@@ -562,7 +594,8 @@ class HistoryCompactor:
         transcript = summarize or self._llm_summarizer
         if transcript is not None:
             kind: SummarizerKind = "callback" if summarize is not None else "llm"
-            attempts.append((kind, lambda: self._chain(plan, transcript)))
+            asked = kind == "llm" and self.prompts.summary_prompt is None
+            attempts.append((kind, lambda: self._chain(plan, transcript, asked=asked)))
         if self.fallback or not attempts:
             extractive = self._extractive_for(plan)
             attempts.append(("extractive", lambda: self._chain(plan, extractive, sized=False)))
@@ -612,12 +645,11 @@ class HistoryCompactor:
             attempts.append(("callback", lambda: self._achain(plan, callback)))
         elif self._llm_summarizer is not None:
             llm = self._llm_summarizer
-            attempts.append(("llm", lambda: self._achain(plan, llm.asummarize)))
+            asked = self.prompts.summary_prompt is None
+            attempts.append(("llm", lambda: self._achain(plan, llm.asummarize, asked=asked)))
         if self.fallback or not attempts:
-            extractive = self._extractive_for(plan)
-            attempts.append(
-                ("extractive", lambda: self._achain(plan, extractive.asummarize, sized=False))
-            )
+            extractive = _as_async(self._extractive_for(plan))
+            attempts.append(("extractive", lambda: self._achain(plan, extractive, sized=False)))
         error: str | None = None
         for kind, attempt in attempts:
             try:
@@ -642,39 +674,68 @@ class HistoryCompactor:
         stated = model_limits(self.llm)[0] if self.llm is not None else None
         return stated if stated is not None else given
 
-    def _extractive_for(self, plan: _Plan) -> ExtractiveSummarizer:
+    def _extractive_for(self, plan: _Plan) -> Summarize:
         """The extractive summariser, choosing its lines for this call's recap cap.
 
         Choosing for `max_summary_tokens` and then cutting to a smaller cap would keep the
-        first lines, not the best ones: the latest turns' facts would be cut off.
+        first lines, not the best ones: the latest turns' facts would be cut off. The
+        tier each recap was written at is noted on `plan`.
         """
-        if plan.cap >= self.extractive.max_tokens:
-            return self.extractive
-        return dataclasses.replace(self.extractive, max_tokens=max(1, plan.cap))
+        extractive = self.extractive
+        if plan.cap < extractive.max_tokens:
+            extractive = dataclasses.replace(extractive, max_tokens=max(1, plan.cap))
 
-    def _chain(self, plan: _Plan, summarize: Summarize, *, sized: bool = True) -> str:
-        """The recap after every epoch of `plan`, each extending the one before."""
+        def summarize(text: str, instruction: str) -> str:  # noqa: ARG001 - the callback's shape
+            recap, plan.fidelity = extractive.recap(text)
+            return recap
+
+        return summarize
+
+    def _chain(
+        self, plan: _Plan, summarize: Summarize, *, sized: bool = True, asked: bool = False
+    ) -> str:
+        """The recap after every epoch of `plan`, each extending the one before.
+
+        `asked`: a model was asked for the recap's sections (see `_structured`).
+        """
         previous = plan.previous
         for start, end, digest in plan.epochs():
             requests = self._requests(plan, plan.pending[start:end], previous, sized=sized)
-            previous = self._epoch_recap(run_sync(requests, summarize), digest, end, plan)
+            text = run_sync(requests, summarize)
+            previous = self._epoch_recap(text, digest, end, plan, asked=asked)
         return previous or ""
 
-    async def _achain(self, plan: _Plan, asummarize: ASummarize, *, sized: bool = True) -> str:
+    async def _achain(
+        self, plan: _Plan, asummarize: ASummarize, *, sized: bool = True, asked: bool = False
+    ) -> str:
         """Async `_chain`."""
         previous = plan.previous
         for start, end, digest in plan.epochs():
             requests = self._requests(plan, plan.pending[start:end], previous, sized=sized)
             text = await run_async(requests, asummarize)
-            previous = self._epoch_recap(text, digest, end, plan)
+            previous = self._epoch_recap(text, digest, end, plan, asked=asked)
         return previous or ""
 
-    def _epoch_recap(self, text: str, digest: str | None, end: int, plan: _Plan) -> str:
+    def _epoch_recap(
+        self, text: str, digest: str | None, end: int, plan: _Plan, *, asked: bool
+    ) -> str:
         """An intermediate epoch's recap, capped and remembered; the last one is returned."""
         if end == plan.cut:
             return text  # `_finish` checks, caps and remembers the final recap
         if not text.strip():
             msg = "the summariser returned no text"
+            raise ValueError(msg)
+        fitted = structured_recap(
+            text,
+            max_tokens=plan.cap,
+            fidelity=self.fidelity,
+            prompts=self.prompts,
+            counter=self.token_counter,
+        )
+        if fitted is not None:
+            text = fitted[0]
+        elif asked:
+            msg = "the summariser's reply is a placeholder or its sections are broken"
             raise ValueError(msg)
         recap = truncate_to_tokens(text.strip(), plan.cap, self.token_counter)
         if digest is not None:
@@ -697,6 +758,7 @@ class HistoryCompactor:
             cap=plan.cap,
             prompts=self.prompts,
             counter=self.token_counter,
+            fidelity=self.fidelity,
         )
 
     # -- internals ------------------------------------------------------------------------
@@ -802,7 +864,7 @@ class HistoryCompactor:
     def _view_instruction(self, plan: _Plan) -> str:
         """The in-place summary's instruction: all of the view but its kept tail."""
         return self.prompts.view_summary_instruction(
-            max_tokens=plan.cap, keep_last=len(plan.pending) - plan.cut
+            max_tokens=plan.cap, keep_last=len(plan.pending) - plan.cut, fidelity=self.fidelity
         )
 
     def marks(self, room: int) -> WaterMarks:
@@ -943,6 +1005,9 @@ class HistoryCompactor:
         """Commit a summary; None when the summariser gave nothing usable."""
         if not isinstance(text, str) or not text.strip():
             return None
+        text, fidelity = self._structured(plan, text, kind)
+        if text is None:
+            return None  # a placeholder or broken sections from a model: the fallback's turn
         recap = truncate_to_tokens(text.strip(), plan.cap, self.token_counter)
         if not any(ch.isalnum() for ch in recap):
             return None  # nothing but an ellipsis or punctuation: a placeholder, not a summary
@@ -979,7 +1044,35 @@ class HistoryCompactor:
             tokens_after=after,
             aged_out=plan.cut,
             error=error,
+            fidelity=fidelity,
         )
+
+    def _structured(
+        self, plan: _Plan, text: str, kind: SummarizerKind
+    ) -> tuple[str | None, Fidelity | None]:
+        """A summariser's text as the recap, and the tier used (`structured_recap`).
+
+        Sections come back canonical and prose as written. A model asked for the sections
+        (our own instruction) that replies with a placeholder or broken sections is
+        refused (None). A callback, or a model following a custom `summary_prompt`, may
+        write its own format: its text stands as written unless it is structured.
+        """
+        if kind == "extractive":
+            return text, plan.fidelity
+        fitted = structured_recap(
+            text,
+            max_tokens=plan.cap,
+            fidelity=self.fidelity,
+            prompts=self.prompts,
+            counter=self.token_counter,
+        )
+        if fitted is not None:
+            return fitted
+        asked = kind == "prefix" or (kind == "llm" and self.prompts.summary_prompt is None)
+        if not asked:
+            return text, None
+        logger.warning("the %s summariser's reply is a placeholder or broken sections", kind)
+        return None, None
 
     def _shrunk(self, recap: str, excess: int) -> str | None:
         """`recap` cut by `excess` tokens and more; None when nothing meaningful is left."""
@@ -1049,6 +1142,15 @@ class HistoryCompactor:
             message = f"the {kind} summariser failed: {type(exc).__name__}: {exc}"
         logger.warning("%s", message)
         return message
+
+
+def _as_async(summarize: Summarize) -> ASummarize:
+    """A sync summariser without I/O as its async twin."""
+
+    async def asummarize(text: str, instruction: str) -> str:
+        return summarize(text, instruction)
+
+    return asummarize
 
 
 def _is_recap(message: BaseMessage) -> bool:

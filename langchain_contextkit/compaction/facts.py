@@ -8,18 +8,29 @@ fact of what it summarised, and re-inserts what it dropped).
 from __future__ import annotations
 
 import bisect
+import functools
 import re
+from typing import Literal, get_args
 
 __all__ = [
+    "RECAP_SECTIONS",
     "FactIndex",
+    "RecapSection",
+    "action_details",
     "conclusion_sentences",
     "fact_tokens",
     "has_decision",
     "has_identifier",
+    "has_key_number",
+    "has_measure",
     "has_number",
+    "is_action",
+    "is_decided",
     "is_markup_line",
+    "is_question",
     "missing_facts",
     "normalised",
+    "recap_section",
     "salient_facts",
     "split_sentences",
     "strip_markup",
@@ -104,9 +115,15 @@ def salient_facts(text: str) -> list[str]:
         # ['item-7', '493021']
         ```
     """
+    return list(_salient(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _salient(text: str) -> tuple[str, ...]:
+    """`salient_facts`, remembered: a recap scores, sorts and tiers each line more than once."""
     if is_markup_line(text):
-        return []
-    return [t for t in fact_tokens(strip_markup(text)) if not _NOISE_TOKEN.search(t)]
+        return ()
+    return tuple(t for t in fact_tokens(strip_markup(text)) if not _NOISE_TOKEN.search(t))
 
 
 def split_sentences(text: str) -> list[str]:
@@ -222,3 +239,204 @@ class FactIndex:
         inside = {token for sentence in conclusions for token in fact_tokens(sentence)}
         lost = [t for t in fact_tokens(source) if t not in self.tokens and t not in inside]
         return [*lost, *conclusions]
+
+
+# -- recap sections -------------------------------------------------------------------------
+
+RecapSection = Literal["facts", "decisions", "actions", "numbers", "questions"]
+"""The sections of a structured recap, by key."""
+
+RECAP_SECTIONS: tuple[RecapSection, ...] = get_args(RecapSection)
+"""Every recap section, in the fixed order a recap prints them."""
+
+# A question: it ends with a question mark (Latin or full-width), or says it is open.
+_QUESTION = re.compile(
+    r"[?？]\s*[)\]\"'”」』]*\s*$"
+    r"|\b(?:open question|unresolved|unclear whether|not yet decided|tbd)\b"
+    r"|待定|未决|尚不清楚|还不确定|是否.{0,20}[吗呢][。.]?$",
+    re.IGNORECASE,
+)
+# What was decided or concluded: narrower than `has_decision`, which also counts plans,
+# causes and "will" (those describe work to do or explanations, not a settled point).
+_DECIDED = re.compile(
+    r"\b(?:decid(?:e|ed|es|ing)|decision|agreed|agree on|conclu\w+|chose|chosen|opted|"
+    r"approved|rejected|resolved|settled on|go(?:ing)? with|root cause|in summary|"
+    r"the answer is|turns out|therefore|thus|hence|confirmed)\b"
+    r"|决定|结论|确认|同意|采用|选定|批准|否决|因此|所以|原因是|结果是|定为|最终",
+    re.IGNORECASE,
+)
+# Work someone is to do: a cue, and then an owner or a deadline for it to count.
+_ACTION_MARKER = re.compile(
+    r"\b(?:todo|to-do|action items?|follow[- ]up|next steps?|assigned to|assignee|owner)\b"
+    r"|待办|行动项|跟进|负责人|下一步",
+    re.IGNORECASE,
+)
+_ACTION_CUE = re.compile(
+    r"\b(?:will|shall|'ll|is going to|are going to|needs? to|has to|have to|must|should|"
+    r"please|let's|to send|to review|to fix|to deploy|to update|to check|to call|to write)\b"
+    r"|负责|需要|将会|将|会|要|请|完成|提交|安排",
+    re.IGNORECASE,
+)
+_NOT_OWNERS = frozenset(
+    re.findall(
+        r"\S+",
+        "it this that there these those he she they you what which who when where why how "
+        "if then also one nothing everything something nobody everyone someone each all "
+        "none need remember want try going note fact",
+    )
+)
+_OWNER = re.compile(
+    r"\b(?:owner|assignee|assigned to)\s*[:：]?\s*(@?[A-Za-z][\w.-]*)"
+    r"|(?:负责人|由)\s*[:：]?\s*([\u4e00-\u9fff]{1,4}?|[A-Za-z][\w.-]*)\s*(?:负责|跟进|处理|完成|[，,。；;]|$)"
+    r"|([\u4e00-\u9fff]{2,3}|[A-Za-z][\w.-]*)\s*负责"
+    r"|@([A-Za-z][\w.-]*)"
+    r"|(?:^|[:：]\s*)(I|[Ww]e|[A-Z][a-z]+)\s*(?:will|'ll|shall|is going to|are going to|"
+    r"needs? to|has to|have to|must|to (?=[a-z]))",
+)
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_WHEN = (
+    r"(?:(?:next|this|end of(?: the)?|the end of(?: the)?)\s+)?"
+    rf"(?:{_WEEKDAY}|tomorrow|tonight|today|noon|midnight|eod|eow|"
+    r"week|month|quarter|year|sprint|q[1-4]\b|"
+    r"\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2})?|\d{1,2}[:.]\d{2}(?:\s?[ap]m)?|\d{1,2}\s?[ap]m|"
+    rf"\d{{1,2}}(?:st|nd|rd|th)?(?: of)? {_MONTH}(?: \d{{4}})?|{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?"
+    r"(?:,? \d{4})?|\d{1,2}/\d{1,2}(?:/\d{2,4})?)"
+)
+_DEADLINE = re.compile(
+    rf"\b(?:by|before|due(?: on| by)?|until|no later than|deadline\s*[:：]?)\s+({_WHEN}"
+    rf"(?:\s+{_WHEN})?)"
+    r"|(?:截止(?:日期|时间)?\s*[:：]?\s*|在)"
+    r"((?:\d{4}年)?\d{1,2}月\d{1,2}[日号]|周[一二三四五六日天]|星期[一二三四五六日天]|"
+    r"明天|后天|今天|下周[一二三四五六日天]?|本周[一二三四五六日天]?|月底|年底|\d{4}-\d{2}-\d{2})"
+    r"|((?:\d{4}年)?\d{1,2}月\d{1,2}[日号]|周[一二三四五六日天]|星期[一二三四五六日天]|"
+    r"明天|后天|今天|下周[一二三四五六日天]?|本周[一二三四五六日天]?|月底|年底|\d{4}-\d{2}-\d{2})"
+    r"\s*(?:之前|以前|前)",
+    re.IGNORECASE,
+)
+# A number that measures something: a share, an amount, a number with its unit.
+_MEASURE = re.compile(
+    r"\d\s?%|[$€£¥]\s?\d|\d\s?(?:usd|eur|gbp|cny|rmb|元|美元|万|亿)"
+    r"|\d(?:[.,]\d+)?\s?(?:ms|sec|secs|seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|"
+    r"months?|years?|[kmgt]i?b|bytes?|kbps|mbps|gbps|rps|qps|tokens?|users?|requests?|"
+    r"errors?|items?|times|x|km|kg|mb/s|°c|个|人|次|天|小时|分钟|秒|年|台|条|倍)(?![a-z])"
+    r"|\d+(?:\.\d+)? (?:of|out of) \d+",
+    re.IGNORECASE,
+)
+
+
+def is_question(text: str) -> bool:
+    """Whether `text` asks something or says a point is still open (English or Chinese)."""
+    return _QUESTION.search(text) is not None
+
+
+def action_details(text: str, *, speaker: str | None = None) -> tuple[str | None, str | None]:
+    """The owner and the deadline an action item states, each None when it states none.
+
+    "I" as the owner is the speaker (`speaker`, such as ``"User"``) when it is known.
+
+    Example:
+        ```python
+        from langchain_contextkit.compaction.facts import action_details
+
+        print(action_details("Alice will send the report by Friday."))
+        # ('Alice', 'Friday')
+        print(action_details("由王伟负责，周五前完成。"))
+        # ('王伟', '周五')
+        print(action_details("I will deploy db-7 before 2025-04-01.", speaker="User"))
+        # ('User', '2025-04-01')
+        ```
+    """
+    owner: str | None = None
+    for match in _OWNER.finditer(text):
+        name = next(group for group in match.groups() if group)
+        if name.casefold() in _NOT_OWNERS:
+            continue
+        owner = speaker if name == "I" and speaker else name.removeprefix("@")
+        break
+    deadline = None
+    found = _DEADLINE.search(text)
+    if found is not None:
+        deadline = next(group for group in found.groups() if group).rstrip(_TRAILING_PUNCTUATION)
+    return owner, deadline
+
+
+def is_action(text: str, *, speaker: str | None = None) -> bool:
+    """Whether `text` gives someone work to do: a cue, with an owner or a deadline."""
+    if _ACTION_MARKER.search(text) is not None:
+        return True
+    if _ACTION_CUE.search(text) is None:
+        return False
+    owner, deadline = action_details(text, speaker=speaker)
+    return owner is not None or deadline is not None
+
+
+def is_decided(text: str) -> bool:
+    """Whether `text` states a decision or a conclusion (English or Chinese)."""
+    return _DECIDED.search(text) is not None
+
+
+def has_measure(text: str) -> bool:
+    """Whether `text` holds a number that measures something (share, amount, unit)."""
+    return _MEASURE.search(strip_markup(text)) is not None
+
+
+def has_key_number(text: str) -> bool:
+    """Whether `text` states a number worth keeping at any fidelity.
+
+    A code, amount, date or measure of more than two characters, or an identifier that
+    carries a number (``item-7``); markup, paths, options and versions never count.
+
+    Example:
+        ```python
+        from langchain_contextkit.compaction.facts import has_key_number
+
+        assert has_key_number("The code for item-7 is 493021.")
+        assert not has_key_number("Use option 2 of vim90/menu.vim.")
+        ```
+    """
+    for token in _salient(text):
+        digits = any(ch.isdigit() for ch in token)
+        if digits and (len(token) > _MINOR_NUMBER or not token[0].isdigit()):
+            return True
+        if digits and token.endswith("%"):
+            return True
+    return False
+
+
+_MINOR_NUMBER = 2
+"""Numbers of at most this many characters are minor: "0", "2", "10"."""
+
+
+def recap_section(text: str, *, speaker: str | None = None) -> RecapSection:
+    """The section of a structured recap that a line belongs to.
+
+    In this order: an open question, an action item (work with an owner or a deadline),
+    a decision or conclusion, a number that measures something, else a fact.
+
+    Example:
+        ```python
+        from langchain_contextkit.compaction.facts import recap_section
+
+        print(recap_section("Should we migrate the billing db?"))
+        # questions
+        print(recap_section("Bob will review the PR by Monday."))
+        # actions
+        print(recap_section("We decided to refund the second charge."))
+        # decisions
+        print(recap_section("Disk usage hit 92% on db-7."))
+        # numbers
+        print(recap_section("The code for item-7 is 493021."))
+        # facts
+        ```
+    """
+    clean = strip_markup(text)
+    if is_question(clean):
+        return "questions"
+    if is_action(clean, speaker=speaker):
+        return "actions"
+    if is_decided(clean):
+        return "decisions"
+    if has_measure(clean):
+        return "numbers"
+    return "facts"

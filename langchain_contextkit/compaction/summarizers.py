@@ -8,32 +8,43 @@ Two ship here:
 - `ExtractiveSummarizer` needs no model and never fails: it keeps the sentences that
   carry numbers, dates, identifiers, decisions and conclusions, deduplicated, under a
   token cap. It is the default when no LLM is given and the fallback when the LLM fails.
+
+Both write one format: a structured recap (facts, decisions, action items, numbers, open
+questions, in that order) of ``- Role: sentence`` lines; `structured_recap` reads a
+model's reply into it, keeps a prose reply as written, and refuses an empty one or one
+whose sections are broken.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.constants import TAG_NOSTREAM
 
 from langchain_contextkit.compaction.facts import (
+    RECAP_SECTIONS,
+    RecapSection,
+    action_details,
     has_decision,
+    has_key_number,
     is_markup_line,
     normalised,
+    recap_section,
     salient_facts,
     split_sentences,
     strip_markup,
 )
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.prompts import PromptRegistry
-from langchain_contextkit.tokens import TokenCounter, count_tokens
+from langchain_contextkit.prompts import FIDELITIES, Fidelity, Language, PromptRegistry
+from langchain_contextkit.tokens import TokenCounter, count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -45,8 +56,10 @@ __all__ = [
     "ExtractiveSummarizer",
     "LLMSummarizer",
     "Summarize",
+    "check_fidelity",
     "compose_extension",
     "render_transcript",
+    "structured_recap",
     "summarizer_from_llm",
 ]
 
@@ -179,17 +192,40 @@ _SPEAKER = re.compile(r"^(?:- )?(User|Assistant|System|Tool(?: \([^)]*\))?):\s*"
 """The labels `render_transcript` writes, bare or as a summary's ``- Label:`` lines (a
 map-reduce merges summaries): only these start a new speaker."""
 
+_ITEM_LABEL = re.compile(r"^(User|Assistant|System|Note|Tool(?: \([^)]*\))?|Step \d+):\s+")
+"""The origin a recap item names (``- User: ...``); an item without one has none."""
+
+_BULLET = re.compile(r"^(?:[-*•·]|\d{1,2}[.)])\s+")
+_HEADING_DECORATION = " \t#*_[]【】:："
+_OWN_NOTE = re.compile(r"\s*[(（](?:owner|due|负责人|截止)[:：][^()（）]*[)）]$")
+"""The owner/deadline note a recap writes after an action item (read back, not kept)."""
+_STATED_NOTE = re.compile(r"\b(?:owner|due|deadline)\s*[:：]|负责人[:：]|截止[:：]", re.IGNORECASE)
+
 
 @dataclass(frozen=True, slots=True)
 class _Sentence:
     position: int
-    label: str
+    label: str | None  # where it came from; None: an item of a model's recap naming none
     text: str
     score: int
+    section: RecapSection
+    detail: bool = False  # words without a fact: kept at high fidelity only
+    # The line's tokens and its heading's, once counted (one summariser call's lines).
+    costs: list[int] = field(default_factory=list, compare=False, repr=False)
+    key_number: list[bool] = field(default_factory=list, compare=False, repr=False)
 
-    @property
-    def line(self) -> str:
-        return f"- {self.label}: {self.text}"
+    def has_key_number(self) -> bool:
+        """`facts.has_key_number` of the text, worked out once."""
+        if not self.key_number:
+            self.key_number.append(has_key_number(self.text))
+        return self.key_number[0]
+
+    def line(self, prompts: PromptRegistry) -> str:
+        head = f"- {self.label}: " if self.label else "- "
+        note = ""
+        if self.section == "actions" and not _STATED_NOTE.search(self.text):
+            note = prompts.action_note(*action_details(self.text, speaker=self.label))
+        return f"{head}{self.text}{note}"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -207,8 +243,21 @@ class ExtractiveSummarizer:
     speaker's own, and a recap's ``- Role:`` lines keep their role through any number of
     re-compactions. Near-duplicates (same words ignoring case and punctuation) are kept
     once, and the best-scoring sentences of the previous summary (text composed by
-    `compose_extension`, at most two thirds of the cap) and of the new text are kept under
-    `max_tokens`, printed in their original order as ``- Role: sentence`` lines.
+    `compose_extension`, at most two thirds of the cap while new text competes) and of
+    the new text are kept under `max_tokens`.
+
+    The recap is structured: the kept lines, as ``- Role: sentence``, go under the
+    headings of `prompts` (`PromptRegistry.recap_heading`) in a fixed order: facts,
+    decisions, action items (with their owner and deadline when stated), numbers, open
+    questions (`facts.recap_section` sorts them); an empty section is left out. An
+    earlier recap is read back section by section, so its lines keep their section and
+    their origin, and a recap re-summarised with nothing new comes back byte for byte.
+
+    `fidelity` decides which lines may be kept: ``high`` also the speakers' wording
+    that states no fact, ``medium`` every line that carries a fact, decision or
+    question, ``low`` only decisions and conclusions and the lines with key numbers
+    (`facts.has_key_number`). When the lines of the configured tier do not all fit the
+    cap, the next lower tier is used before any line is dropped (`recap`).
 
     It never raises on any text and returns "" only when nothing scores.
 
@@ -216,16 +265,21 @@ class ExtractiveSummarizer:
         ```python
         from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer
 
-        summarize = ExtractiveSummarizer(max_tokens=60)
+        summarize = ExtractiveSummarizer(max_tokens=80)
         transcript = (
             "User: Hi there!\n"
             "Assistant: Hello. How can I help?\n"
             "User: My invoice INV-88213 from 2024-03-05 was charged twice.\n"
-            "Assistant: I see. We decided to refund the second charge of $49."
+            "Assistant: I see. We decided to refund the second charge of $49.\n"
+            "User: Will it arrive before Friday?"
         )
         print(summarize(transcript, "Summarise."))
+        # Facts:
         # - User: My invoice INV-88213 from 2024-03-05 was charged twice.
+        # Decisions:
         # - Assistant: We decided to refund the second charge of $49.
+        # Open questions:
+        # - User: Will it arrive before Friday?
         ```
     """
 
@@ -235,66 +289,352 @@ class ExtractiveSummarizer:
     counter: TokenCounter = count_tokens
     """Counts the tokens of one string."""
 
+    prompts: PromptRegistry = field(default_factory=PromptRegistry)
+    """The section headings (language) of the recap."""
+
+    fidelity: Fidelity = "medium"
+    """Which lines a recap may keep (``"high"``, ``"medium"`` or ``"low"``)."""
+
     def __post_init__(self) -> None:
-        """Validate the cap."""
+        """Validate the cap and the tier."""
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
             msg = f"max_tokens must be an int >= 1, got {self.max_tokens!r}."
             raise ConfigError(msg)
+        check_fidelity(self.fidelity)
 
     def __call__(self, text: str, instruction: str = "") -> str:  # noqa: ARG002 - the callback's shape
         """Summarise `text`; `instruction` is accepted for the callback's shape and ignored."""
-        previous, body = _split_extension(text)
-        old = _previous_sentences(previous)
-        new = [dataclasses.replace(s, position=len(old) + s.position) for s in _sentences(body)]
-        # Old and new lines compete on their scores alone (a weak old line must not keep
-        # out a new fact), but an earlier summary keeps at most two thirds of the cap, so
-        # a full recap still takes in new facts instead of freezing at its first turns.
-        return self._within_cap(self._select([*old, *new], len(old), self.max_tokens * 2 // 3))
+        return self.recap(text)[0]
 
-    def _within_cap(self, lines: list[str]) -> str:
-        """The lines joined, the latest dropped while the whole is over the cap.
+    def recap(self, text: str) -> tuple[str, Fidelity]:
+        r"""Summarise `text`; the recap and the fidelity tier it was written at.
+
+        The tier is `fidelity`, or a lower one when the lines of `fidelity` did not all
+        fit `max_tokens`.
+
+        Example:
+            ```python
+            from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer
+
+            text = "User: Hello there, I have a question about my plan.\nUser: Order 4471 is late."
+            recap, tier = ExtractiveSummarizer(max_tokens=100).recap(text)
+            print(tier, len(recap.splitlines()))
+            # medium 3
+            recap, tier = ExtractiveSummarizer(max_tokens=20).recap(text)
+            print(tier, recap.splitlines())
+            # low ['Facts:', '- User: Order 4471 is late.']
+            ```
+        """
+        previous, body = _split_extension(text)
+        old = _previous_sentences(previous, self.prompts)
+        new = [
+            dataclasses.replace(s, position=len(old) + s.position)
+            for s in _sentences(body, self.prompts)
+        ]
+        return self._fitted([*old, *new], len(old))
+
+    def _fitted(
+        self, sentences: list[_Sentence], n_old: int, *, trusted: bool = False
+    ) -> tuple[str, Fidelity]:
+        """The lines of the highest tier that all fit, from `fidelity` down.
+
+        A lower tier is used before any line of it is dropped; the room it leaves is
+        filled with the best of the configured tier's other lines, so stepping down never
+        keeps less than the cap holds. `trusted`: the lines were written at `fidelity`
+        already (a model's recap), so that tier keeps all of them.
+        """
+        sentences = _merged(sentences)
+
+        def pool_of(tier: Fidelity) -> list[_Sentence]:
+            if trusted and tier == self.fidelity:
+                return sentences
+            return [s for s in sentences if _eligible(s, tier)]
+
+        def old_room(pool: list[_Sentence]) -> int:
+            # Old and new lines compete on their scores alone (a weak old line must not
+            # keep out a new fact), but while new lines compete an earlier summary keeps
+            # at most two thirds of the cap, so a full recap still takes in new facts
+            # instead of freezing at its first turns.
+            competing = any(s.position >= n_old for s in pool)
+            return self.max_tokens * 2 // 3 if competing else self.max_tokens
+
+        def whole(pool: list[_Sentence]) -> bool:
+            # Choosing counts each line on its own, which overstates a joined text; when
+            # all of a tier fits as a whole, all of it is kept.
+            return self.counter(render_recap(pool, self.prompts)) <= self.max_tokens
+
+        configured = pool_of(self.fidelity)
+        if whole(configured):
+            return render_recap(configured, self.prompts), self.fidelity
+        chosen, complete = self._select(configured, n_old, old_room(configured))
+        tier: Fidelity = self.fidelity
+        for lower in FIDELITIES[FIDELITIES.index(self.fidelity) + 1 :]:
+            if complete:
+                break
+            tier = lower
+            pool = pool_of(lower)
+            if whole(pool):
+                chosen, complete = _ranked(pool), True
+            else:
+                chosen, complete = self._select(pool, n_old, old_room(pool))
+            chosen, _ = self._select(configured, n_old, old_room(configured), chosen)
+        kept, text = self._within_cap(chosen)
+        if trusted:
+            new_only = old_room(configured) < self.max_tokens
+            spare = [s for s in configured if not new_only or s.position >= n_old]
+            text = self._topped_up(kept, text, spare)
+        return text, tier
+
+    def _within_cap(self, chosen: list[_Sentence]) -> tuple[list[_Sentence], str]:
+        """The recap of `chosen`, its weakest lines dropped while it is over the cap.
 
         Lines were chosen by their counts one by one; an estimate is not additive across
         a line break, so the joined text is checked once and trimmed when it runs over.
         """
-        text = "\n".join(lines)
-        while lines and self.counter(text) > self.max_tokens:
-            lines = lines[:-1]
-            text = "\n".join(lines)
+        kept = list(chosen)  # best first
+        text = render_recap(kept, self.prompts)
+        while kept and self.counter(text) > self.max_tokens:
+            kept.pop()
+            text = render_recap(kept, self.prompts)
+        return kept, text
+
+    def _topped_up(self, kept: list[_Sentence], text: str, pool: list[_Sentence]) -> str:
+        """`text` with the best lines of `pool` that still fit, measured on the whole.
+
+        Choosing counts every line break as a token; the joined text often costs less,
+        and the room left takes a few more lines (a bounded number of tries). Used for a
+        model's recap, which would otherwise lose lines a cut to the cap would have kept.
+        """
+        seen = {id(s) for s in kept}  # merged lines: one object per distinct text
+        tries = 0
+        for sentence in _ranked(pool):
+            room = self.max_tokens - self.counter(text)
+            if tries >= _TOP_UP_TRIES or room <= 0:
+                break
+            if id(sentence) in seen or self.counter(sentence.line(self.prompts)) > room:
+                continue
+            tries += 1
+            trial = render_recap([*kept, sentence], self.prompts)
+            if self.counter(trial) <= self.max_tokens:
+                kept = [*kept, sentence]
+                seen.add(id(sentence))
+                text = trial
         return text
 
-    def _select(self, sentences: list[_Sentence], n_old: int, old_room: int) -> list[str]:
-        """The best-scoring distinct sentences within the cap, in their own order.
+    def _select(
+        self,
+        sentences: list[_Sentence],
+        n_old: int,
+        old_room: int,
+        chosen: Sequence[_Sentence] = (),
+    ) -> tuple[list[_Sentence], bool]:
+        """The best-scoring distinct sentences within the cap (best first), and whether all fit.
 
         The first `n_old` are an earlier summary's lines, which may take `old_room` at most.
+        `chosen` are kept already (they come first and count against the cap).
         """
-        chosen: list[_Sentence] = []
-        seen: set[str] = set()
+        kept = list(chosen)
+        chosen = kept
+        seen = {id(s) for s in kept}  # merged lines: one object per distinct text
+        opened = {s.section for s in kept}
         used = used_old = 0
-        last = len(sentences) - 1
-        # Equal scores: the lines nearest either end first. When the cap is full, what
-        # goes is the middle: the conversation's opening and where it is now both stay.
-        order = sorted(sentences, key=lambda s: (-s.score, min(s.position, last - s.position)))
-        for sentence in order:
-            if sentence.score <= 0:
-                break
-            key = _normalised(sentence.text)
-            if not key or key in seen:
+        for s in kept:
+            cost = self._cost(s, opened=False)
+            used += cost
+            used_old += cost if s.position < n_old else 0
+        complete = True
+        for sentence in _ranked(sentences):
+            if id(sentence) in seen:
                 continue
-            cost = self.counter(sentence.line) + 1  # + the newline
+            cost = self._cost(sentence, opened=sentence.section in opened)
             is_old = sentence.position < n_old
             if used + cost > self.max_tokens or (is_old and used_old + cost > old_room):
+                complete = False
                 continue
-            seen.add(key)
-            chosen.append(sentence)
+            seen.add(id(sentence))
+            opened.add(sentence.section)
+            kept.append(sentence)
             used += cost
             used_old += cost if is_old else 0
-        chosen.sort(key=lambda s: s.position)
-        return [s.line for s in chosen]
+        return kept, complete
+
+    def _cost(self, sentence: _Sentence, *, opened: bool) -> int:
+        """A line's tokens with its newline, and its heading's when it opens a section.
+
+        Counted once per line (a recap's choice tries each line at every tier).
+        """
+        cost = sentence.costs
+        if not cost:
+            cost.append(self.counter(sentence.line(self.prompts)) + 1)
+            cost.append(self.counter(self.prompts.recap_heading(sentence.section)) + 1)
+        return cost[0] + (0 if opened else cost[1])
 
     async def asummarize(self, text: str, instruction: str = "") -> str:
         """Async `__call__` (no I/O: for symmetry with `LLMSummarizer`)."""
         return self(text, instruction)
+
+
+def structured_recap(
+    reply: str,
+    *,
+    max_tokens: int,
+    fidelity: Fidelity = "medium",
+    prompts: PromptRegistry | None = None,
+    counter: TokenCounter = count_tokens,
+) -> tuple[str, Fidelity | None] | None:
+    r"""Read a model's reply as a recap; None when it is not a usable one.
+
+    Three cases, told apart by the section headings `PromptRegistry.recap_format` asks
+    for (markdown ``#``, ``**`` and colons aside, any language's defaults):
+
+    - No recap heading at all: prose. It is kept as written (trimmed, cut to
+      `max_tokens`) and its tier is None: the model chose its own format.
+    - The structure: every line after a known heading, items as ``- Role: text`` (an
+      item naming no origin is kept as ``- text`` and ranks as the user's, as a small
+      cap's instruction asks: `PromptRegistry.recap_format`). It comes back canonical
+      (sections in their fixed order, empty ones left out), so the same content is
+      always the same bytes. Over `max_tokens`, the next lower fidelity tier is applied to its lines
+      (`ExtractiveSummarizer`) before any line of that tier is dropped; the tier used is
+      returned with the text.
+    - Empty or a placeholder (nothing alphanumeric, "none", "n/a"), or broken structure
+      (known headings plus an unknown heading line, text before the first heading, or
+      headings with no item): None, and the caller falls back to the extractive recap.
+
+    Example:
+        ```python
+        from langchain_contextkit.compaction.summarizers import structured_recap
+
+        reply = "## Decisions\n- Assistant: Refund approved.\n**Facts:**\n- User: Order 7 broke."
+        recap, tier = structured_recap(reply, max_tokens=100)
+        print(tier, recap.splitlines())
+        # medium ['Facts:', '- User: Order 7 broke.', 'Decisions:', '- Assistant: Refund approved.']
+        print(structured_recap("The user wants a refund.", max_tokens=100))
+        # ('The user wants a refund.', None)
+        print(structured_recap("Summary:\nFacts:\n- User: Order 7 broke.", max_tokens=100))
+        # None
+        ```
+    """
+    registry = prompts or PromptRegistry()
+    stripped = reply.strip()
+    if not any(ch.isalnum() for ch in stripped) or normalised(stripped) in _EMPTY_ITEMS:
+        return None  # empty, or a placeholder
+    lines = [line.strip() for line in stripped.splitlines() if line.strip()]
+    if all(recap_heading_of(line, registry) is None for line in lines):
+        return truncate_to_tokens(stripped, max_tokens, counter), None  # prose, as written
+    items = _section_items(lines, registry)
+    if not items:
+        return None
+    summarizer = ExtractiveSummarizer(
+        max_tokens=max_tokens, counter=counter, prompts=registry, fidelity=fidelity
+    )
+    text, tier = summarizer._fitted(items, len(items), trusted=True)  # noqa: SLF001 - this module's
+    if not text:  # no whole line fits: the recap cut to the cap, not nothing
+        text = truncate_to_tokens(render_recap(items, registry), max_tokens, counter)
+    return text, tier
+
+
+def _section_items(lines: list[str], registry: PromptRegistry) -> list[_Sentence] | None:
+    """The items of a reply that uses the sections; None when its structure is broken."""
+    items: list[_Sentence] = []
+    section: RecapSection | None = None
+    for line in lines:
+        heading = recap_heading_of(line, registry)
+        if heading is not None:
+            section = heading
+            continue
+        if section is None:
+            if line == registry.heading("recap"):
+                continue  # the recap's own heading, echoed
+            return None  # text before the sections
+        if _looks_like_heading(line):
+            return None  # a section this format does not have
+        label, text = _recap_item(line)
+        if not text or normalised(text) in _EMPTY_ITEMS:
+            continue
+        # An item naming no origin is the user's (what a small cap's instruction asks).
+        score = max(1, _score(text, label or "User"))
+        items.append(_Sentence(len(items), label, text, score, section))
+    return items
+
+
+_EMPTY_ITEMS = frozenset({"", "none", "n a", "na", "nothing", "无", "暂无", "没有"})
+
+
+def _looks_like_heading(line: str) -> bool:
+    """A line that is a heading, not an item: ``# X``, ``**X**`` or a short ``X:``."""
+    if _BULLET.match(line):
+        return False
+    if line.startswith("#") or (line.startswith("**") and line.rstrip(":：").endswith("**")):
+        return True
+    return line.endswith((":", "：")) and len(line.split()) <= _HEADING_WORDS
+
+
+_HEADING_WORDS = 4
+
+
+_TOP_UP_TRIES = 24
+
+
+def _ranked(sentences: list[_Sentence]) -> list[_Sentence]:
+    """Best first: by score, then (equal scores) the lines nearest either end.
+
+    When the cap is full, what goes is the middle: the conversation's opening and where
+    it is now both stay.
+    """
+    last = max((s.position for s in sentences), default=0)
+    return sorted(sentences, key=lambda s: (-s.score, min(s.position, last - s.position)))
+
+
+def _merged(sentences: list[_Sentence]) -> list[_Sentence]:
+    """Near-duplicates as one line: the first, in its place, with the best score of all.
+
+    The first keeps its place, so a line an earlier recap kept stays where it was when
+    the same words come again.
+    """
+    first: dict[str, _Sentence] = {}
+    for sentence in sentences:
+        key = _normalised(sentence.text)
+        if not key:
+            continue  # punctuation only: states nothing
+        kept = first.get(key)
+        if kept is None:
+            first[key] = sentence
+        elif sentence.score > kept.score:
+            first[key] = dataclasses.replace(kept, score=sentence.score)
+    return list(first.values())
+
+
+def check_fidelity(fidelity: object) -> None:
+    """Refuse anything but a fidelity tier (``"high"``, ``"medium"``, ``"low"``).
+
+    Raises:
+        ConfigError: Naming the tiers and the value.
+    """
+    if not isinstance(fidelity, str) or fidelity not in FIDELITIES:
+        msg = f"fidelity must be one of {', '.join(map(repr, FIDELITIES))}, got {fidelity!r}."
+        raise ConfigError(msg)
+
+
+def _eligible(sentence: _Sentence, tier: Fidelity) -> bool:
+    """Whether a line may be kept at `tier` (see `ExtractiveSummarizer.fidelity`)."""
+    if tier == "high":
+        return sentence.score > 0 or sentence.detail
+    if sentence.score <= 0:
+        return False
+    if tier == "medium":
+        return True
+    return sentence.section == "decisions" or sentence.has_key_number()
+
+
+def render_recap(lines: Sequence[_Sentence], prompts: PromptRegistry) -> str:
+    """Lines as a structured recap: the sections in their fixed order, lines in theirs."""
+    out: list[str] = []
+    for section in RECAP_SECTIONS:
+        items = sorted((s for s in lines if s.section == section), key=lambda s: s.position)
+        if items:
+            out.append(prompts.recap_heading(section))
+            out.extend(s.line(prompts) for s in items)
+    return "\n".join(out)
 
 
 def _split_extension(text: str) -> tuple[list[str], str]:
@@ -307,27 +647,88 @@ def _split_extension(text: str) -> tuple[list[str], str]:
     return [line.strip() for line in previous.splitlines() if line.strip()], body
 
 
-def _previous_sentences(lines: list[str]) -> list[_Sentence]:
-    """Lines of an earlier summary (``- Label: text``) as sentences, scored like new ones."""
+@functools.cache
+def _heading_keys(language: Language, overrides: tuple[str, ...]) -> dict[str, RecapSection]:
+    """Every spelling of a section heading that reads back as that section.
+
+    The registry's own headings (`overrides`, one per section), and the default ones of
+    every language (a recap written in one language still reads back in another).
+    """
+    keys = {
+        _heading_key(text): section for text, section in zip(overrides, RECAP_SECTIONS, strict=True)
+    }
+    for lang in (language, *get_args(Language)):
+        registry = PromptRegistry(language=lang)
+        for section in RECAP_SECTIONS:
+            keys.setdefault(_heading_key(registry.recap_heading(section)), section)
+    return keys
+
+
+def _heading_key(line: str) -> str:
+    return line.strip().strip(_HEADING_DECORATION).strip().casefold()
+
+
+def recap_heading_of(line: str, prompts: PromptRegistry) -> RecapSection | None:
+    """The section whose heading `line` is (markdown ``#``/``**`` and colons aside)."""
+    if len(line) > _MAX_HEADING:
+        return None
+    overrides = tuple(prompts.recap_heading(section) for section in RECAP_SECTIONS)
+    return _heading_keys(prompts.language, overrides).get(_heading_key(line))
+
+
+_MAX_HEADING = 40
+
+
+def _recap_item(line: str) -> tuple[str | None, str]:
+    """An item line's origin (None when it names none) and its text, note removed."""
+    body = _BULLET.sub("", line.strip(), count=1)
+    match = _ITEM_LABEL.match(body)
+    label, text = (match.group(1), body[match.end() :]) if match else (None, body)
+    return label, _OWN_NOTE.sub("", text).strip()
+
+
+def _previous_sentences(lines: list[str], prompts: PromptRegistry) -> list[_Sentence]:
+    """Lines of an earlier summary as sentences, scored like new ones.
+
+    A structured recap's lines keep the section they were under; the lines of a flat
+    one (or of prose) are sorted into sections as new ones are.
+    """
     out: list[_Sentence] = []
+    section: RecapSection | None = None
     for line in lines:
-        body = line.removeprefix("- ")
-        label, _, text = body.partition(": ")
+        heading = recap_heading_of(line, prompts)
+        if heading is not None:
+            section = heading
+            continue
+        label, text = _recap_item(line)
         if not text:
-            label, text = "Note", body
+            continue
+        where = section or recap_section(text, speaker=label)
         # Already chosen once: keep any such line over nothing (score at least 1).
-        out.append(_Sentence(len(out), label, text, max(1, _score(text, label))))
+        score = max(1, _score(text, label or "Note"))
+        out.append(_Sentence(len(out), label, text, score, where))
     return out
 
 
-def _sentences(text: str) -> list[_Sentence]:
-    """Split a transcript into scored sentences, each labelled with its speaker."""
+def _sentences(text: str, prompts: PromptRegistry) -> list[_Sentence]:
+    """Split a transcript into scored sentences, each labelled with its speaker.
+
+    Merged summaries (a map-reduce's partial recaps) are read like an earlier recap:
+    a ``- Role:`` line under a section heading keeps that section.
+    """
     out: list[_Sentence] = []
     label = "Note"
+    section: RecapSection | None = None
     for line in text.splitlines():
+        heading = None if line.startswith(_CONTINUED) else recap_heading_of(line, prompts)
+        if heading is not None:
+            section, label = heading, "Note"
+            continue
         match = _SPEAKER.match(line)
         if match:
             label, body = match.group(1), line[match.end() :]
+            if not line.startswith("- "):
+                section = None  # a transcript's message, not a recap's item
         elif line.startswith(_CONTINUED) or label != "Note":
             body = line  # a further line of the same message: the same speaker
         else:  # plain text, not a transcript
@@ -336,8 +737,15 @@ def _sentences(text: str) -> list[_Sentence]:
             body = line[match.end() :] if match else line
         if is_markup_line(body):
             continue  # a roff request or comment: layout, never a fact
+        if section is not None:
+            body = _OWN_NOTE.sub("", body)
         for sentence in split_sentences(body):
-            out.append(_Sentence(len(out), label, sentence, _score(sentence, label)))
+            score = _score(sentence, label)
+            detail = score == 0 and not label.startswith("Tool") and _has_words(sentence)
+            # A line no tier keeps needs no section (sorting one costs a few regexes).
+            kept = score > 0 or detail
+            where = section or (recap_section(sentence, speaker=label) if kept else "facts")
+            out.append(_Sentence(len(out), label, sentence, score, where, detail))
     return out
 
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_contextkit._async import run_sync
-from langchain_contextkit.compaction.summarizers import render_transcript
+from langchain_contextkit.compaction.summarizers import check_fidelity, render_transcript
 from langchain_contextkit.messages import find_message_problems, split_system, unit_starts
-from langchain_contextkit.prompts import PromptRegistry
+from langchain_contextkit.prompts import Fidelity, PromptRegistry
 from langchain_contextkit.reducers.base import (
     SummarizerLike,
     _check_budget,
@@ -50,6 +50,7 @@ async def reduce_agent(
     counter: TokenCounter = count_tokens,
     keep_recent_steps: int = 3,
     prompts: PromptRegistry | None = None,
+    fidelity: Fidelity = "medium",
 ) -> list[BaseMessage]:
     """Fit a tool-call loop into `budget` tokens without breaking it.
 
@@ -69,6 +70,7 @@ async def reduce_agent(
         counter: Counts the tokens of one string.
         keep_recent_steps: Tool steps kept verbatim at the end (`ReducerConfig`).
         prompts: The summary instruction and heading (language).
+        fidelity: What the summary of older steps keeps (`ReducerConfig.fidelity`).
 
     Returns:
         The reduced list (the input's messages when it already fits); it passes
@@ -102,6 +104,7 @@ async def reduce_agent(
         ```
     """
     _check_budget(budget)
+    check_fidelity(fidelity)
     if count_message_tokens(messages, counter) <= budget:
         return list(messages)
     registry = prompts or PromptRegistry()
@@ -130,10 +133,12 @@ async def reduce_agent(
     folded = [u for u in middle if id(u) not in pinned]
     room = budget - must - sum(costs[i] for i in pinned)
     text = render_transcript(_flat(folded))
-    instruction = registry.summary_instruction(max_tokens=room)
+    instruction = registry.summary_instruction(max_tokens=room, fidelity=fidelity)
     pins = _flat([u for u in middle if id(u) in pinned])
     for _ in range(_ENTRY_ROUNDS):
-        summary = await _summary_within(summarize, text, instruction, room, counter)
+        summary = await _summary_within(
+            summarize, text, instruction, room, counter, registry=registry, fidelity=fidelity
+        )
         if not summary:
             break
         content = f"{registry.heading('recap')} {summary}"
@@ -225,6 +230,7 @@ def reduce_agent_sync(
     counter: TokenCounter = count_tokens,
     keep_recent_steps: int = 3,
     prompts: PromptRegistry | None = None,
+    fidelity: Fidelity = "medium",
 ) -> list[BaseMessage]:
     """`reduce_agent` for sync callers (same arguments, same result).
 
@@ -253,5 +259,6 @@ def reduce_agent_sync(
             counter=counter,
             keep_recent_steps=keep_recent_steps,
             prompts=prompts,
+            fidelity=fidelity,
         )
     )

@@ -20,8 +20,10 @@ from langchain_contextkit.compaction.summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
     Summarize,
+    check_fidelity,
 )
 from langchain_contextkit.errors import ContextWindowExceeded
+from langchain_contextkit.prompts import Fidelity  # noqa: TC001 - config.py reads the hints at run time
 from langchain_contextkit.tokens import (
     TokenCounter,
     count_tokens,
@@ -31,6 +33,8 @@ from langchain_contextkit.window_budget import model_limits
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from langchain_contextkit.prompts import PromptRegistry
 
 
 logger = logging.getLogger(__name__)
@@ -61,8 +65,14 @@ class ReducerConfig:
     plan_keep_recent: int = 3
     """Plan step results kept verbatim at the end."""
 
+    fidelity: Fidelity = "medium"
+    """What a summary of older steps keeps: ``"high"`` details and exact wording,
+    ``"medium"`` every key fact and conclusion, ``"low"`` only conclusions and key
+    numbers (a summary that does not fit its room steps down a tier first)."""
+
     def __post_init__(self) -> None:
         """Validate the knobs."""
+        check_fidelity(self.fidelity)
         for name in ("agent_keep_recent_steps", "plan_keep_recent"):
             check_count(name, getattr(self, name), minimum=0)
 
@@ -97,10 +107,24 @@ SummarizerLike = ASummarize | Summarize | LLMSummarizer | ExtractiveSummarizer
 """An async or sync `summarize(text, instruction) -> str`, or a summariser object."""
 
 
-def _as_async(summarize: SummarizerLike | None, room: int, counter: TokenCounter) -> ASummarize:
+def _extractive(
+    room: int, counter: TokenCounter, registry: PromptRegistry, fidelity: Fidelity
+) -> ExtractiveSummarizer:
+    return ExtractiveSummarizer(
+        max_tokens=max(1, room), counter=counter, prompts=registry, fidelity=fidelity
+    )
+
+
+def _as_async(
+    summarize: SummarizerLike | None,
+    room: int,
+    counter: TokenCounter,
+    registry: PromptRegistry,
+    fidelity: Fidelity,
+) -> ASummarize:
     """Turn whatever the caller gave into an async callback (extractive when None)."""
     if summarize is None:
-        return ExtractiveSummarizer(max_tokens=max(1, room), counter=counter).asummarize
+        return _extractive(room, counter, registry, fidelity).asummarize
     if isinstance(summarize, (LLMSummarizer, ExtractiveSummarizer)):
         return summarize.asummarize
     function = summarize
@@ -125,6 +149,9 @@ async def _summary_within(
     instruction: str,
     room: int,
     counter: TokenCounter,
+    *,
+    registry: PromptRegistry,
+    fidelity: Fidelity,
 ) -> str:
     """Summarise `text` into at most `room` tokens.
 
@@ -150,17 +177,20 @@ async def _summary_within(
                 cap=room,
                 prompts=llm.prompts,
                 counter=counter,
+                fidelity=fidelity,
             )
             summary = await run_async(requests, llm.asummarize)
         else:
-            summary = await _as_async(summarize, room, counter)(text, instruction)
+            summary = await _as_async(summarize, room, counter, registry, fidelity)(
+                text, instruction
+            )
     except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost data
         logger.warning(
             "summariser failed (%s: %s); using the extractive one", type(exc).__name__, exc
         )
         summary = ""
     if not summary.strip() and summarize is not None:
-        summary = ExtractiveSummarizer(max_tokens=room, counter=counter)(text, instruction)
+        summary = _extractive(room, counter, registry, fidelity)(text, instruction)
     if not summary.strip():
         summary = text
     summary = truncate_to_tokens(summary.strip(), room, counter)

@@ -13,15 +13,13 @@ from typing import TYPE_CHECKING
 
 from langchain_contextkit._async import run_sync
 from langchain_contextkit.compaction.facts import FactIndex
-from langchain_contextkit.compaction.summarizers import (
-    ExtractiveSummarizer,
-    compose_extension,
-)
-from langchain_contextkit.prompts import PromptRegistry
+from langchain_contextkit.compaction.summarizers import check_fidelity, compose_extension
+from langchain_contextkit.prompts import Fidelity, PromptRegistry
 from langchain_contextkit.reducers.base import (
     SummarizerLike,
     _check_budget,
     _exceeded,
+    _extractive,
     _summary_within,
 )
 from langchain_contextkit.tokens import (
@@ -49,6 +47,7 @@ async def reduce_plan(
     counter: TokenCounter = count_tokens,
     keep_recent: int = 3,
     prompts: PromptRegistry | None = None,
+    fidelity: Fidelity = "medium",
 ) -> PlanTrajectory:
     """Fit a plan-and-execute trajectory into `budget` tokens, keeping the plan intact.
 
@@ -65,6 +64,8 @@ async def reduce_plan(
         counter: Counts the tokens of one string.
         keep_recent: Step results kept verbatim (`ReducerConfig.plan_keep_recent`).
         prompts: The summary instruction (language).
+        fidelity: What the summary of older results keeps (`ReducerConfig.fidelity`); the
+            key facts it loses come back in the list at any tier.
 
     Returns:
         The reduced trajectory (`steps` itself when it already fits).
@@ -101,6 +102,7 @@ async def reduce_plan(
         ```
     """
     _check_budget(budget)
+    check_fidelity(fidelity)
     if counter(steps.render()) <= budget:
         return steps
     with_result = [i for i, s in enumerate(steps.steps) if s.result is not None]
@@ -132,7 +134,10 @@ async def reduce_plan(
             what="the plan, recent results and key facts", required=floor, budget=budget
         )
     room = budget - floor
-    summary = await _summary_within(summarize, text, instruction_of(max_tokens=room), room, counter)
+    instruction = instruction_of(max_tokens=room, fidelity=fidelity)
+    summary = await _summary_within(
+        summarize, text, instruction, room, counter, registry=registry, fidelity=fidelity
+    )
     # Re-insert what the summary dropped. A longer fact list leaves less room for the
     # summary; a cut summary drops more facts. So when the two do not fit together, the
     # summary is redone smaller, extractively (whole fact-bearing sentences, no further
@@ -147,7 +152,7 @@ async def reduce_plan(
         smaller = counter(summary) - 2 * excess - 1
         if smaller < 1:
             break
-        summary = ExtractiveSummarizer(max_tokens=smaller, counter=counter)(text)
+        summary = _extractive(smaller, counter, registry, fidelity)(text)
     result = fitted("", _key_facts(steps, folded, ""))
     required = counter(result.render())
     if required > budget:
@@ -193,10 +198,17 @@ def reduce_plan_sync(
     counter: TokenCounter = count_tokens,
     keep_recent: int = 3,
     prompts: PromptRegistry | None = None,
+    fidelity: Fidelity = "medium",
 ) -> PlanTrajectory:
     """`reduce_plan` for sync callers (same arguments, same result)."""
     return run_sync(
         reduce_plan(
-            steps, budget, summarize, counter=counter, keep_recent=keep_recent, prompts=prompts
+            steps,
+            budget,
+            summarize,
+            counter=counter,
+            keep_recent=keep_recent,
+            prompts=prompts,
+            fidelity=fidelity,
         )
     )

@@ -25,6 +25,7 @@ from langchain_contextkit.compaction.compactor import (
     HistoryCompactor,
     RunningSummary,
 )
+from langchain_contextkit.compaction.facts import RECAP_SECTIONS
 from langchain_contextkit.compaction.summarizers import (
     NEW_MESSAGES_LABEL,
     PREVIOUS_SUMMARY_LABEL,
@@ -37,6 +38,7 @@ from langchain_contextkit.messages import (
     split_system,
     unit_starts,
 )
+from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.tokens import count_message_tokens, count_tokens
 
 HEADING = "[Recap]"
@@ -608,13 +610,20 @@ def test_default_extractive_path(messages: list[BaseMessage], knobs: dict[str, A
 
 
 def _assert_extracted(recap: str, aged: list[BaseMessage]) -> None:
-    """Every recap line is a sentence of the aged-out messages: never a placeholder."""
+    """Every recap line is a sentence of the aged-out messages: never a placeholder.
+
+    The recap is structured (issue 19): section headings, then ``- Role: sentence``
+    lines, an action item followed by its owner/deadline note.
+    """
     source = " ".join(render_transcript(aged).split())
-    lines = recap.split("\n")
+    headings = {PromptRegistry().recap_heading(section) for section in RECAP_SECTIONS}
+    lines = [line for line in recap.split("\n") if line not in headings]
     assert lines
+    assert recap.split("\n", maxsplit=1)[0] in headings
     for line in lines:
         assert line.startswith("- ")
         sentence = line.split(": ", 1)[1].removesuffix("…")
+        sentence = re.sub(r" \((?:owner|due): [^()]*\)$", "", sentence)
         assert sentence
         assert sentence in source
 

@@ -10,7 +10,7 @@ instead of asking its own summariser (so one worker made a summary call, another
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 from typing import Any
 
 import pytest
@@ -86,16 +86,21 @@ def test_a_caller_without_a_thread_keeps_what_the_process_learnt() -> None:
 
 
 class _Summariser:
-    """A model whose every recap differs (as an LLM's may): it tells who asked what."""
+    """A model whose recaps differ with what it was asked (as an LLM's do).
+
+    A recap names the request it answers, so two workers' requests can be compared
+    even when one thread's recap feeds the next summary request (a counter would make
+    them differ by how many recaps the worker wrote before, not by what it was sent).
+    """
 
     def __init__(self) -> None:
         self.requests: list[list[str]] = []
-        self._recaps = itertools.count()
 
     def __call__(self, messages: list[BaseMessage]) -> AIMessage:
         self.requests.append([m.text for m in messages])
         if "summar" in messages[-1].text.lower():
-            return AIMessage(f"Recap {next(self._recaps)}: parcels P-0 to P-9 were discussed.")
+            name = hashlib.sha256(messages[-1].text.encode()).hexdigest()[:8]
+            return AIMessage(f"Recap {name}: parcels P-0 to P-9 were discussed.")
         return AIMessage("Noted. " + "word " * 120)
 
 
