@@ -83,6 +83,9 @@ class CallLedger:
     """Tokens the offloaded results' previews saved (estimated, before calibration)."""
     offload_failed: int = 0
     """Results kept whole because the offload store refused them."""
+    gate: dict[str, Any] | None = None
+    """The quality gate's result for this request (`GateResult.to_dict()`), when a gate
+    is set (`quality_gate=` on the middleware or node)."""
 
     @property
     def prompt(self) -> int:
