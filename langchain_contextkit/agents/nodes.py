@@ -468,6 +468,9 @@ def context_node(
     Returns:
         A runnable node (sync and async).
 
+    Raises:
+        ConfigError: When `ledger_size` < 1, or `on_gate_fail` is not one of the three.
+
     Example:
         ```python
         from langchain_core.messages import AIMessage, HumanMessage

@@ -6,7 +6,7 @@ callbacks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -57,8 +57,9 @@ class ContextReport:
 
     sources: tuple[SourceReport, ...]
 
-    items: tuple[RetrievalResult, ...] = ()
-    """The kept candidates, in layout order (embeddings included; not in `as_dict`)."""
+    items: tuple[RetrievalResult, ...] = field(default=(), hash=False)
+    """The kept candidates, in layout order (embeddings included; not in `as_dict`;
+    results are unhashable, so the report's hash leaves them out)."""
 
     @property
     def failures(self) -> dict[str, str]:

@@ -64,7 +64,34 @@ _SOURCE = "source:"
 
 @dataclass(frozen=True, slots=True)
 class AblationCase:
-    """One question, the answer it expects, and (for an assembler) the history before it."""
+    """One question, the answer it expects, and (for an assembler) the history before it.
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage
+
+        from langchain_contextkit import HistoryCompactor, WindowAssembler
+        from langchain_contextkit.quality import AblationCase, ablate
+        from langchain_contextkit.testing import ScriptedChatModel
+
+        history = [HumanMessage("My badge number is 4471."), AIMessage("Noted.")]
+        for i in range(6):
+            history += [HumanMessage(f"Ticket {i}: printer {i} jams again."), AIMessage("Logged.")]
+        assembler = WindowAssembler(
+            window=2000, compactor=HistoryCompactor(keep_recent=2, trigger_tokens=100)
+        )
+
+
+        def answer(messages):  # right only when the badge number reached the model
+            return AIMessage("4471" if any("4471" in m.text for m in messages) else "?")
+
+
+        case = AblationCase("What is my badge number?", "4471", history=history)
+        report = ablate(assembler, [case], "exact", model=ScriptedChatModel(respond=answer))
+        print(report.essential, report["recap"].tokens_saved > 0)
+        # recap True
+        ```
+    """
 
     question: str
     expected: Any = None
@@ -275,7 +302,33 @@ def ablate(
     system_prompt: str | None = None,
     max_concurrency: int = 4,
 ) -> AblationReport:
-    """Sync `aablate` (same arguments; the cases still run concurrently)."""
+    """Sync `aablate` (same arguments; the cases still run concurrently).
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage
+
+        from langchain_contextkit import CallableSource, ContextBuilder, ContextConfig
+        from langchain_contextkit.quality import ablate
+        from langchain_contextkit.testing import ScriptedChatModel
+
+        builder = ContextBuilder(
+            ContextConfig(max_tokens=2000),
+            sources=[CallableSource("rag", lambda q: ["The office opens at 9:00."])],
+        )
+        model = ScriptedChatModel(
+            respond=lambda m: AIMessage("9:00" if "9:00" in m[-1].text else "?")
+        )
+        report = ablate(builder, [("When do you open?", "9:00")], "contains", model=model)
+        print(report)
+        # ablation over 1 case(s): full context scores 1.000 at 22 tokens
+        # without                    score    drop  tokens saved
+        # ------------------------------------------------------
+        # source:rag                 0.000  +1.000          14.0
+        # retrieval                  0.000  +1.000          14.0
+        # most essential: source:rag (score drops by 1.000)
+        ```
+    """
     return run_sync(
         aablate(
             target,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -76,7 +76,7 @@ class GateCheck:
         status = {True: "pass", False: "FAIL", None: "n/a "}[self.passed]
         figure = "-" if self.figure is None else _shown(self.figure)
         return (
-            f"{status}  {self.name:20} {figure:>8} {_RELATION[self.name]} "
+            f"{status}  {self.name:20} {figure:>8} {_RELATION.get(self.name, 'vs')} "
             f"{_shown(self.threshold):<8} {self.detail}"
         ).rstrip()
 
@@ -87,6 +87,24 @@ class GateResult:
 
     `str(result)` is a readable table; `to_dict()` plain JSON data (what a call's ledger
     stores under ``gate``); `GateResult.from_dict` reads it back.
+
+    Example:
+        ```python
+        from langchain_core.messages import HumanMessage
+
+        from langchain_contextkit.quality import GateResult, QualityGate
+
+        gate = QualityGate(max_request_tokens=5, min_evidence=1)
+        result = gate.check([HumanMessage("a question far too long for five tokens")])
+        print(result)
+        # quality gate FAILED (1 failed): 2 checks, 1 not applicable
+        #   FAIL  max_request_tokens         15 <= 5        the messages, counted
+        #   n/a   min_evidence                - >= 1        a message list has no kept items
+        stored = result.to_dict()  # what a call's ledger keeps under "gate"
+        assert GateResult.from_dict(stored) == result
+        print([check.name for check in result.failed])
+        # ['max_request_tokens']
+        ```
     """
 
     passed: bool
@@ -174,6 +192,11 @@ class _Evidence:
 class QualityGate:
     """Thresholds a request must meet; every one optional (unset: not checked).
 
+    `check(target)` returns a `GateResult`; `assert_context_quality` raises on a failure
+    (for tests); ``ContextKitMiddleware(quality_gate=..., on_gate_fail=...)`` and
+    ``context_node(quality_gate=...)`` check every assembled request and keep the result
+    in the call's ledger.
+
     Example:
         ```python
         import re
@@ -259,8 +282,9 @@ class QualityGate:
         Args:
             target: A `ContextReport` (its text; evidence and redundancy from its kept
                 items), a `WindowAssembly` (everything: its ledger, its block's items,
-                its messages), a `CallLedger` (tokens and retrieval share; pass
-                `messages` for the facts), or a list of messages (tokens and facts).
+                its messages), a `CallLedger` or its `to_dict()` (as stored in state
+                and ledger files: tokens and retrieval share; pass `messages` for the
+                facts), or a list of messages (tokens and facts).
             messages: The full request, when the target is a ledger or an assembly
                 whose system message is sent beside it: its text is searched for the
                 required facts.
@@ -296,6 +320,8 @@ class QualityGate:
 
     def _evidence(self, target: object, messages: Sequence[BaseMessage] | None) -> _Evidence:
         text = None if messages is None else _text(messages)
+        if isinstance(target, Mapping) and "window" in target and "retrieval" in target:
+            target = _ledger_of(target)
         if isinstance(target, ContextReport):
             kept = sum(s.kept for s in target.sources)
             items = target.items if len(target.items) == kept else None
@@ -335,8 +361,8 @@ class QualityGate:
                 share_how=f"{target.retrieval} of a {target.window}-token window",
                 why_not={
                     "text": "a CallLedger holds no text: pass messages=",
-                    "evidence": "a CallLedger does not list the kept items",
-                    "items": "a CallLedger does not list the kept items",
+                    "evidence": "a CallLedger has no kept items",
+                    "items": "a CallLedger has no kept items",
                 },
             )
         if isinstance(target, Sequence) and all(isinstance(m, BaseMessage) for m in target):
@@ -350,8 +376,8 @@ class QualityGate:
                 share=None,
                 share_how="",
                 why_not={
-                    "evidence": "a message list does not list the kept items",
-                    "items": "a message list does not list the kept items",
+                    "evidence": "a message list has no kept items",
+                    "items": "a message list has no kept items",
                     "share": "a message list does not know the model's window",
                 },
             )
@@ -418,6 +444,23 @@ class QualityGate:
         if seen.share is None:
             return GateCheck(name, None, None, limit, seen.why_not["share"])
         return GateCheck(name, seen.share <= limit, seen.share, limit, seen.share_how)
+
+
+_LEDGER_FIELDS = frozenset(f.name for f in dataclasses.fields(CallLedger))
+
+
+def _ledger_of(data: Mapping[str, Any]) -> CallLedger:
+    """A stored ledger (`CallLedger.to_dict()`, maybe with more keys) as a `CallLedger`.
+
+    Raises:
+        TypeError: When a part of the ledger is missing.
+    """
+    known = {key: value for key, value in data.items() if key in _LEDGER_FIELDS}
+    try:
+        return CallLedger(**known)
+    except TypeError as error:
+        msg = f"a stored ledger needs every part of CallLedger: {error}"
+        raise TypeError(msg) from error
 
 
 def _text(messages: Sequence[BaseMessage]) -> str:
@@ -492,7 +535,7 @@ def _failure_line(check: GateCheck) -> str:
     figure = "-" if check.figure is None else _shown(check.figure)
     if check.name == "required_facts":
         return f"- {check.name}: {figure} of {_shown(check.threshold)} present; {check.detail}"
-    relation = _RELATION[check.name]
+    relation = _RELATION.get(check.name, "vs")
     return (
         f"- {check.name}: {figure} (must be {relation} {_shown(check.threshold)}); {check.detail}"
     )

@@ -224,6 +224,16 @@ def test_a_ledger_needs_its_messages_for_the_facts() -> None:
     assert not gate.check(ledger(), messages=[HumanMessage("order 7")]).passed
 
 
+def test_a_stored_ledger_dict_is_read_as_a_ledger() -> None:
+    stored = {**ledger().to_dict(), "thread": "t-1"}  # a ledger file may add its own keys
+    gate = QualityGate(max_retrieval_share=0.2, max_request_tokens=500)
+    result = gate.check(json.loads(json.dumps(stored)))
+    assert result["max_request_tokens"].passed is True
+    assert result["max_retrieval_share"].passed is False
+    with pytest.raises(TypeError, match="every part"):
+        gate.check({"window": 1000, "retrieval": 10})
+
+
 def test_a_window_assembly_answers_every_check() -> None:
     assembler = WindowAssembler(
         window=2000,
@@ -420,3 +430,21 @@ def test_context_node_raises_before_the_model_node_or_records_the_result() -> No
     state = gated_graph("log", model).invoke({"messages": [HumanMessage("order 1042?")]})
     assert len(model.requests) == 1
     assert state["contextkit_ledger"][-1]["gate"]["passed"] is False
+
+
+async def test_context_node_gates_the_async_path_too() -> None:
+    model = scripted()
+    with pytest.raises(ContextQualityError):
+        await gated_graph("raise", model).ainvoke({"messages": [HumanMessage("order 1042?")]})
+    assert model.requests == []
+    with pytest.warns(ContextQualityWarning):
+        state = await gated_graph("warn", model).ainvoke(
+            {"messages": [HumanMessage("order 1042?")]}
+        )
+    assert state["contextkit_ledger"][-1]["gate"]["checks"][0]["name"] == "required_facts"
+
+
+def test_a_report_stays_hashable() -> None:
+    report = builder(CallableSource("rag", orders)).build_report("q")
+    assert report.items
+    assert isinstance(hash(report), int)
