@@ -486,7 +486,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 tool is bound to the model.
             quality_gate: A `QualityGate` checked on every assembled request (system
                 message included); its result goes into the call's ledger (``gate``).
-            on_gate_fail: What a failed gate does: ``"log"`` (WARNING, default),
+            on_gate_fail: What a failed gate does: ``"log"`` (WARNING on the
+                ``langchain_contextkit.quality`` logger, default),
                 ``"warn"`` (`ContextQualityWarning`) or ``"raise"``
                 (`ContextQualityError`, before the model is called).
 
