@@ -171,16 +171,16 @@ if TYPE_CHECKING:
         ablate as ablate,
     )
     from langchain_contextkit.quality.gate import (
-        GateCheck as GateCheck,
-    )
-    from langchain_contextkit.quality.gate import (
-        GateResult as GateResult,
-    )
-    from langchain_contextkit.quality.gate import (
         QualityGate as QualityGate,
     )
     from langchain_contextkit.quality.gate import (
         assert_context_quality as assert_context_quality,
+    )
+    from langchain_contextkit.quality.result import (
+        GateCheck as GateCheck,
+    )
+    from langchain_contextkit.quality.result import (
+        GateResult as GateResult,
     )
     from langchain_contextkit.reducers import REDUCERS as REDUCERS
     from langchain_contextkit.reducers.agent import (
@@ -324,7 +324,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "prompts": ("PromptRegistry", "with_data_boundary"),
     "quality.ablation": ("AblationCase", "AblationReport", "aablate", "ablate"),
-    "quality.gate": ("GateCheck", "GateResult", "QualityGate", "assert_context_quality"),
+    "quality.gate": ("QualityGate", "assert_context_quality"),
+    "quality.result": ("GateCheck", "GateResult"),
     "reducers": ("REDUCERS",),
     "reducers.agent": ("reduce_agent", "reduce_agent_sync"),
     "reducers.base": ("ReducerConfig", "tokens_of"),

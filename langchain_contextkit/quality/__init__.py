@@ -14,13 +14,8 @@ from langchain_contextkit.quality.ablation import (
     aablate,
     ablate,
 )
-from langchain_contextkit.quality.gate import (
-    Fact,
-    GateCheck,
-    GateResult,
-    QualityGate,
-    assert_context_quality,
-)
+from langchain_contextkit.quality.gate import Fact, QualityGate, assert_context_quality
+from langchain_contextkit.quality.result import GateCheck, GateResult
 
 __all__ = [
     "AblationCase",

@@ -282,6 +282,10 @@ def test_the_result_is_plain_json_data_and_reads_back() -> None:
     ]
     assert data["checks"][1]["passed"] is None
     assert GateResult.from_dict(data) == result
+    size = result["max_request_tokens"].figure
+    assert GateResult.from_dict(data).failure_lines() == [
+        f"- max_request_tokens: {size} (must be <= 10); the messages, counted"
+    ]
     assert QualityGate().check([HumanMessage("x")]) == GateResult(passed=True, checks=())
 
 
