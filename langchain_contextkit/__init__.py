@@ -84,6 +84,12 @@ if TYPE_CHECKING:
         ContextKitError as ContextKitError,
     )
     from langchain_contextkit.errors import (
+        ContextQualityError as ContextQualityError,
+    )
+    from langchain_contextkit.errors import (
+        ContextQualityWarning as ContextQualityWarning,
+    )
+    from langchain_contextkit.errors import (
         ContextWindowExceeded as ContextWindowExceeded,
     )
     from langchain_contextkit.errors import (
@@ -151,6 +157,30 @@ if TYPE_CHECKING:
     )
     from langchain_contextkit.prompts import (
         with_data_boundary as with_data_boundary,
+    )
+    from langchain_contextkit.quality.ablation import (
+        AblationCase as AblationCase,
+    )
+    from langchain_contextkit.quality.ablation import (
+        AblationReport as AblationReport,
+    )
+    from langchain_contextkit.quality.ablation import (
+        aablate as aablate,
+    )
+    from langchain_contextkit.quality.ablation import (
+        ablate as ablate,
+    )
+    from langchain_contextkit.quality.gate import (
+        QualityGate as QualityGate,
+    )
+    from langchain_contextkit.quality.gate import (
+        assert_context_quality as assert_context_quality,
+    )
+    from langchain_contextkit.quality.result import (
+        GateCheck as GateCheck,
+    )
+    from langchain_contextkit.quality.result import (
+        GateResult as GateResult,
     )
     from langchain_contextkit.reducers import REDUCERS as REDUCERS
     from langchain_contextkit.reducers.agent import (
@@ -270,6 +300,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "errors": (
         "ConfigError",
         "ContextKitError",
+        "ContextQualityError",
+        "ContextQualityWarning",
         "ContextWindowExceeded",
         "InvalidMessagesError",
         "InvalidNoteError",
@@ -291,6 +323,9 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "StoreNoteStore",
     ),
     "prompts": ("PromptRegistry", "with_data_boundary"),
+    "quality.ablation": ("AblationCase", "AblationReport", "aablate", "ablate"),
+    "quality.gate": ("QualityGate", "assert_context_quality"),
+    "quality.result": ("GateCheck", "GateResult"),
     "reducers": ("REDUCERS",),
     "reducers.agent": ("reduce_agent", "reduce_agent_sync"),
     "reducers.base": ("ReducerConfig", "tokens_of"),

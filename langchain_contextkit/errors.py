@@ -16,6 +16,8 @@ ContextKitError                 base of everything below
 │   └── NoteLimitError          the store is full (`max_notes`) or the content too long
 ├── SearchUnavailableError      this Python's SQLite lacks FTS5, which BM25 search needs
 ├── ScriptExhaustedError        a `testing.ScriptedChatModel` ran out of scripted answers
+├── ContextQualityError         an assembled request failed its `QualityGate` (the model
+│                               was not called; `.result` says which checks failed)
 ├── BuildInputError             `contextkit build` cannot use its input (folder, history)
 └── ModelSetupError             `contextkit demo` cannot create the requested model
     └── ModelSpecError          ... because `--model` itself is wrong (a usage error)
@@ -24,6 +26,8 @@ ContextKitError                 base of everything below
 `ConfigError` also subclasses `ValueError`, so code that already guards against
 `ValueError` keeps working; `ContextWindowExceeded` also subclasses langchain-core's
 `ContextOverflowError`, so code written for a provider's overflow catches ours too.
+`ContextQualityWarning` (a `UserWarning`, not an error) is what a gate set to
+``on_gate_fail="warn"`` emits instead of raising `ContextQualityError`.
 Errors meant for a *model* to read (a tool called with a bad argument) are
 `langchain_core.tools.ToolException` subclasses and live beside their tools.
 """
@@ -41,6 +45,8 @@ __all__ = [
     "BuildInputError",
     "ConfigError",
     "ContextKitError",
+    "ContextQualityError",
+    "ContextQualityWarning",
     "ContextWindowExceeded",
     "InvalidMessagesError",
     "InvalidNoteError",
@@ -144,6 +150,36 @@ class SearchUnavailableError(ContextKitError):
 
 class ScriptExhaustedError(ContextKitError):
     """A `ScriptedChatModel` was called more often than its script has answers."""
+
+
+class _GateOutcome(Protocol):
+    """What `ContextQualityError` needs of a gate's result (`quality.GateResult` is one)."""
+
+    @property
+    def passed(self) -> bool:
+        """Whether every applicable check passed."""
+        ...
+
+
+class ContextQualityError(ContextKitError):
+    """An assembled request failed its quality gate; nothing was sent to the model.
+
+    `result` is the gate's result (a `GateResult`): every check with its figure.
+    """
+
+    def __init__(self, message: str, *, result: _GateOutcome) -> None:
+        """Record the gate's result.
+
+        Args:
+            message: Human-readable explanation (the failed checks).
+            result: The gate's result.
+        """
+        super().__init__(message)
+        self.result = result
+
+
+class ContextQualityWarning(UserWarning):
+    """An assembled request failed its quality gate, and the gate only warns."""
 
 
 class BuildInputError(ContextKitError):

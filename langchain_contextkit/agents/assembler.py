@@ -74,6 +74,7 @@ from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from langchain_contextkit.builder.report import ContextReport
     from langchain_contextkit.calibration import Calibration
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
@@ -100,12 +101,15 @@ class WindowAssembly:
         summary: The running summary after this call.
         ledger: Where the tokens went.
         compaction: What the compactor did.
+        block: The retrieval block's report (its kept items, embeddings included), or
+            None when no block was built.
     """
 
     messages: list[BaseMessage]
     summary: RunningSummary | None
     ledger: CallLedger
     compaction: CompactionResult
+    block: ContextReport | None = None
 
 
 class WindowAssembler:
@@ -267,7 +271,8 @@ class WindowAssembler:
             offload = self.offloader.offload(view, room=self.history_room(real), tools=tools)
             view = offload.messages
         history, turn = _split_turn(view)
-        block = self._block(turn, budget)
+        report = self._block(turn, budget)
+        block = _block_message(report)
         turn_view, reduced = self._fit_turn(turn, budget, block)
         compaction = self.compactor.compact_view(
             history,
@@ -289,6 +294,7 @@ class WindowAssembler:
             real=real,
             calibration=calibration,
             anchor=anchor,
+            report=report,
         )
         return _tallied(assembly, offload)
 
@@ -346,7 +352,8 @@ class WindowAssembler:
             offload = await self.offloader.aoffload(view, room=room, tools=tools)
             view = offload.messages
         history, turn = _split_turn(view)
-        block = await self._ablock(turn, budget)
+        report = await self._ablock(turn, budget)
+        block = _block_message(report)
         turn_view, reduced = await self._afit_turn(turn, budget, block)
         compaction = await self.compactor.acompact_view(
             history,
@@ -368,6 +375,7 @@ class WindowAssembler:
             real=real,
             calibration=calibration,
             anchor=anchor,
+            report=report,
         )
         return _tallied(assembly, offload)
 
@@ -396,17 +404,15 @@ class WindowAssembler:
 
     # -- parts ----------------------------------------------------------------------------
 
-    def _block(self, turn: list[BaseMessage], budget: WindowBudget) -> HumanMessage | None:
+    def _block(self, turn: list[BaseMessage], budget: WindowBudget) -> ContextReport | None:
         if self.builder is None or not turn or budget.rag_budget <= 0:
             return None
-        report = self.builder.build_block_report(_query(turn), budget=budget.rag_budget)
-        return _block_message(report.text)
+        return self.builder.build_block_report(_query(turn), budget=budget.rag_budget)
 
-    async def _ablock(self, turn: list[BaseMessage], budget: WindowBudget) -> HumanMessage | None:
+    async def _ablock(self, turn: list[BaseMessage], budget: WindowBudget) -> ContextReport | None:
         if self.builder is None or not turn or budget.rag_budget <= 0:
             return None
-        report = await self.builder.abuild_block_report(_query(turn), budget=budget.rag_budget)
-        return _block_message(report.text)
+        return await self.builder.abuild_block_report(_query(turn), budget=budget.rag_budget)
 
     def _turn_room(self, budget: WindowBudget, block: HumanMessage | None) -> int:
         """What the current turn may take: the ceiling minus the fixed parts and block."""
@@ -472,6 +478,7 @@ class WindowAssembler:
         real: WindowBudget,
         calibration: Calibration | None,
         anchor: Anchor | None,
+        report: ContextReport | None = None,
     ) -> WindowAssembly:
         system, rest = split_system(compaction.messages)
         stable = [m for m in system if not _is_recap(m)]
@@ -538,7 +545,8 @@ class WindowAssembler:
             factor=factor,
             fidelity=compaction.fidelity if compaction.compacted else None,
         )
-        return WindowAssembly(messages, compaction.summary, ledger, compaction)
+        block_report = report if block is not None else None
+        return WindowAssembly(messages, compaction.summary, ledger, compaction, block_report)
 
     def _history_tokens(
         self,
@@ -648,10 +656,12 @@ def _query(turn: Sequence[BaseMessage]) -> str:
     return turn[0].text if turn else ""
 
 
-def _block_message(text: str) -> HumanMessage | None:
+def _block_message(report: ContextReport | None) -> HumanMessage | None:
     # A human message: providers accept it anywhere before the question (a system
     # message mid-conversation is rejected by Anthropic and hoisted by Gemini).
-    return HumanMessage(text, id=RETRIEVAL_ID) if text.strip() else None
+    if report is None or not report.text.strip():
+        return None
+    return HumanMessage(report.text, id=RETRIEVAL_ID)
 
 
 def _is_recap(message: BaseMessage) -> bool:

@@ -87,6 +87,9 @@ class CallLedger:
     """The fidelity tier of the recap this call's compaction wrote (``"high"``,
     ``"medium"`` or ``"low"``: lower than configured when room was short); None when it
     wrote none."""
+    gate: dict[str, Any] | None = None
+    """The quality gate's result for this request (`GateResult.to_dict()`), when a gate
+    is set (`quality_gate=` on the middleware or node)."""
 
     @property
     def prompt(self) -> int:

@@ -34,6 +34,7 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langchain_contextkit._validate import check_count
+from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents._overflow import overflow_of
 from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
 from langchain_contextkit.agents.ledger import Anchor, next_call_number, with_ledger
@@ -458,6 +459,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         summarize_in_place: bool = True,
         token_counter: TokenCounter | None = None,
         offload: OffloadConfig | OffloadStore | None = None,
+        quality_gate: GateLike | None = None,
+        on_gate_fail: OnGateFail = "log",
     ) -> None:
         """Configure the middleware.
 
@@ -486,14 +489,24 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 threshold. Off by default: the middleware writes nothing outside the
                 agent's state unless told where, and only offloads while the reading
                 tool is bound to the model.
+            quality_gate: A `QualityGate` checked on every assembled request (system
+                message included); its result goes into the call's ledger (``gate``).
+            on_gate_fail: What a failed gate does: ``"log"`` (WARNING on the
+                ``langchain_contextkit.quality`` logger, default),
+                ``"warn"`` (`ContextQualityWarning`) or ``"raise"``
+                (`ContextQualityError`, before the model is called).
 
         Raises:
             ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
-                it counts with another counter than `token_counter`, or `offload` is
-                neither an `OffloadConfig` nor an `OffloadStore`.
+                it counts with another counter than `token_counter`, `offload` is
+                neither an `OffloadConfig` nor an `OffloadStore`, or `on_gate_fail` is
+                not one of the three.
         """
         super().__init__()
         check_count("ledger_size", ledger_size, minimum=1)
+        check_gate_options(quality_gate, on_gate_fail)
+        self.quality_gate = quality_gate
+        self.on_gate_fail: OnGateFail = on_gate_fail
         self.assembler = WindowAssembler(
             window=window,
             compactor=_checked_compactor(compactor, "ContextKitMiddleware"),
@@ -613,9 +626,15 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         )
         return _Call(request, budget, summary, ledgers, calibration, in_place, in_thread)
 
+    def _gated(self, call: _Call, assembly: WindowAssembly) -> WindowAssembly:
+        """The assembly checked by the quality gate (when set), its result in the ledger."""
+        return gated(
+            assembly, self.quality_gate, self.on_gate_fail, system=call.request.system_message
+        )
+
     def _assemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
         request = call.request
-        return self.assembler.assemble(
+        assembly = self.assembler.assemble(
             request.messages,
             system_message=request.system_message,
             tools=request.tools,
@@ -629,10 +648,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             anchor=None if shrink else _anchor(call.ledgers),
             reuse_recaps=not call.in_thread,
         )
+        return self._gated(call, assembly)
 
     async def _aassemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
         request = call.request
-        return await self.assembler.aassemble(
+        assembly = await self.assembler.aassemble(
             request.messages,
             system_message=request.system_message,
             tools=request.tools,
@@ -646,6 +666,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             anchor=None if shrink else _anchor(call.ledgers),
             reuse_recaps=not call.in_thread,
         )
+        return self._gated(call, assembly)
 
     def _retry_shrink(self, call: _Call, assembly: WindowAssembly, error: Exception) -> int:
         """What a retry gives up after `error`; re-raises anything but an overflow.

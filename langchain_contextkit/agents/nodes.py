@@ -27,6 +27,7 @@ from typing_extensions import NotRequired
 
 from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import check_count
+from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
 from langchain_contextkit.agents.ledger import next_call_number, with_ledger
 from langchain_contextkit.calibration import CALIBRATION_KEY, Calibration, learn_from_history
@@ -429,6 +430,8 @@ def context_node(
     calibration_key: str = CALIBRATION_KEY,
     token_counter: TokenCounter | None = None,
     offload: OffloadConfig | OffloadStore | None = None,
+    quality_gate: GateLike | None = None,
+    on_gate_fail: OnGateFail = "log",
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """`ContextKitMiddleware`'s behaviour as a node for your own `StateGraph`.
 
@@ -459,9 +462,16 @@ def context_node(
             compactor's, else `count_tokens`).
         offload: Large tool results shown as head + tail + a pointer (see
             `ContextKitMiddleware`); the reader tool must be among `tools`. Default off.
+        quality_gate: A `QualityGate` checked on every request the node writes; its
+            result goes into the call's ledger (``gate``).
+        on_gate_fail: ``"log"`` (default), ``"warn"`` or ``"raise"``
+            (`ContextQualityError`: the node writes nothing, so no model sees it).
 
     Returns:
         A runnable node (sync and async).
+
+    Raises:
+        ConfigError: When `ledger_size` < 1, or `on_gate_fail` is not one of the three.
 
     Example:
         ```python
@@ -489,6 +499,7 @@ def context_node(
         ```
     """
     check_count("ledger_size", ledger_size, minimum=1)
+    check_gate_options(quality_gate, on_gate_fail)
     assembler = WindowAssembler(
         window=window,
         compactor=compactor,
@@ -526,6 +537,7 @@ def context_node(
     def update(
         assembly: WindowAssembly, calibration: Calibration, ledgers: list[Any]
     ) -> dict[str, Any]:
+        assembly = gated(assembly, quality_gate, on_gate_fail, system=system)
         summary = assembly.summary.to_dict() if assembly.summary is not None else None
         return {
             output_key: [*([system] if system else []), *assembly.messages],

@@ -6,13 +6,14 @@ callbacks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from langchain_contextkit.builder._assembly import Assembly, SourceOutcome
+    from langchain_contextkit.retrieval import RetrievalResult
 
 __all__ = ["ContextReport", "SourceReport"]
 
@@ -56,6 +57,10 @@ class ContextReport:
 
     sources: tuple[SourceReport, ...]
 
+    items: tuple[RetrievalResult, ...] = field(default=(), hash=False)
+    """The kept candidates, in layout order (embeddings included; not in `as_dict`;
+    results are unhashable, so the report's hash leaves them out)."""
+
     @property
     def failures(self) -> dict[str, str]:
         """Sources that raised, with the error."""
@@ -87,7 +92,12 @@ class ContextReport:
         return "\n".join(lines)
 
 
-def _report(assembly: Assembly, text: str, seconds: Mapping[str, float]) -> ContextReport:
+def _report(
+    assembly: Assembly,
+    text: str,
+    seconds: Mapping[str, float],
+    order: Sequence[str] = (),
+) -> ContextReport:
     def line(o: SourceOutcome) -> SourceReport:
         return SourceReport(
             name=o.name,
@@ -103,9 +113,11 @@ def _report(assembly: Assembly, text: str, seconds: Mapping[str, float]) -> Cont
             seconds=round(seconds.get(o.name, 0.0), 6),
         )
 
+    outcomes = assembly.outcomes
     return ContextReport(
         text=text,
         budget=assembly.budget,
         block_tokens=assembly.block_tokens,
         sources=tuple(line(o) for o in assembly.outcomes.values()),
+        items=tuple(r for name in order if name in outcomes for r in outcomes[name].kept),
     )

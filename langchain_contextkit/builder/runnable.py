@@ -331,7 +331,12 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         budget = self._block_budget(None, system)
         gathered = self._gather(query, chosen, scope, callbacks)
         assembly = self._assemble(gathered, budget, flat=True)
-        return _report(assembly, self._flat(query, assembly.block, system), gathered.seconds)
+        return _report(
+            assembly,
+            self._flat(query, assembly.block, system),
+            gathered.seconds,
+            section_names(self.config),
+        )
 
     async def abuild_report(
         self,
@@ -348,7 +353,12 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         budget = self._block_budget(None, system)
         gathered = await self._agather(query, chosen, scope, callbacks)
         assembly = self._assemble(gathered, budget, flat=True)
-        return _report(assembly, self._flat(query, assembly.block, system), gathered.seconds)
+        return _report(
+            assembly,
+            self._flat(query, assembly.block, system),
+            gathered.seconds,
+            section_names(self.config),
+        )
 
     def build_block_report(
         self,
@@ -373,7 +383,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         block_budget = self._block_budget(budget, "")
         gathered = self._gather(query, chosen, scope, callbacks)
         assembly = self._assemble(gathered, block_budget, flat=False)
-        return _report(assembly, assembly.block, gathered.seconds)
+        return _report(assembly, assembly.block, gathered.seconds, section_names(self.config))
 
     async def abuild_block_report(
         self,
@@ -389,7 +399,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         block_budget = self._block_budget(budget, "")
         gathered = await self._agather(query, chosen, scope, callbacks)
         assembly = self._assemble(gathered, block_budget, flat=False)
-        return _report(assembly, assembly.block, gathered.seconds)
+        return _report(assembly, assembly.block, gathered.seconds, section_names(self.config))
 
     def select(
         self,

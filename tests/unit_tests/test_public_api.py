@@ -39,6 +39,17 @@ EXPECTED_ALL = {
     "mmr_select",
     "tiktoken_counter",
     "with_data_boundary",
+    # context quality: the gate and ablation (issue 20)
+    "AblationCase",
+    "AblationReport",
+    "ContextQualityError",
+    "ContextQualityWarning",
+    "GateCheck",
+    "GateResult",
+    "QualityGate",
+    "aablate",
+    "ablate",
+    "assert_context_quality",
     # history compaction (issue 4)
     "CompactionConfig",
     "CompactionGraphState",
