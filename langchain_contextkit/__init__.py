@@ -21,6 +21,12 @@ from langchain_contextkit._version import __version__
 if TYPE_CHECKING:
     from langchain_contextkit.agents.assembler import WindowAssembler as WindowAssembler
     from langchain_contextkit.agents.ledger import CallLedger as CallLedger
+    from langchain_contextkit.agents.ledger_log import (
+        LedgerCallbackHandler as LedgerCallbackHandler,
+    )
+    from langchain_contextkit.agents.ledger_log import (
+        LedgerWriter as LedgerWriter,
+    )
     from langchain_contextkit.agents.middleware import (
         CompactionMiddleware as CompactionMiddleware,
     )
@@ -246,6 +252,7 @@ if TYPE_CHECKING:
 _PUBLIC: dict[str, tuple[str, ...]] = {
     "agents.assembler": ("WindowAssembler",),
     "agents.ledger": ("CallLedger",),
+    "agents.ledger_log": ("LedgerCallbackHandler", "LedgerWriter"),
     "agents.middleware": ("CompactionMiddleware", "ContextKitMiddleware"),
     "agents.nodes": ("CompactionGraphState", "compaction_node", "context_node", "reducer_node"),
     "agents.offload": (

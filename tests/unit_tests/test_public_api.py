@@ -61,6 +61,9 @@ EXPECTED_ALL = {
     "WindowAssembler",
     "ContextKitMiddleware",
     "context_node",
+    # ledgers as JSON lines (issue 20)
+    "LedgerCallbackHandler",
+    "LedgerWriter",
     # trajectory reducers (issue 5)
     "ContextKitConfig",
     "REDUCERS",
