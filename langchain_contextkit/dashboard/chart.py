@@ -149,20 +149,11 @@ def _draw(records: Sequence[Mapping[str, Any]], title: str | None) -> Figure:
             axes.axvline(xi + 0.5, color="black", linestyle="--", linewidth=0.8)
     axes.set_xlim(0.4, calls + 0.6)
     axes.set_ylim(0, top * 1.08)
-    axes.set_xlabel("model call" if len(set(threads)) <= 1 else "model call (threads in log order)")
+    calls_label = "model call" if len(set(threads)) <= 1 else "model call (threads in log order)"
+    axes.set_xlabel(f"{calls_label}    marks: C compacted, r reduced, ! retried, G gate failed")
     axes.set_ylabel("tokens")
     axes.set_title(title or _title(records))
     axes.legend(ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False, fontsize=9)
-    axes.text(
-        1.0,
-        1.01,
-        "C compacted  r reduced  ! retried  G gate failed",
-        transform=axes.transAxes,
-        ha="right",
-        va="bottom",
-        fontsize=8,
-        color="#555555",
-    )
     return figure
 
 
