@@ -83,6 +83,16 @@ if TYPE_CHECKING:
         summarizer_from_llm as summarizer_from_llm,
     )
     from langchain_contextkit.config import ContextKitConfig as ContextKitConfig
+    from langchain_contextkit.dashboard.chart import plot_ledger as plot_ledger
+    from langchain_contextkit.dashboard.figures import (
+        LedgerDashboard as LedgerDashboard,
+    )
+    from langchain_contextkit.dashboard.figures import (
+        LedgerFigures as LedgerFigures,
+    )
+    from langchain_contextkit.dashboard.figures import (
+        summarize_ledgers as summarize_ledgers,
+    )
     from langchain_contextkit.errors import (
         ConfigError as ConfigError,
     )
@@ -274,6 +284,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "compaction.summarizers": ("ExtractiveSummarizer", "summarizer_from_llm"),
     "config": ("ContextKitConfig",),
+    "dashboard.chart": ("plot_ledger",),
+    "dashboard.figures": ("LedgerDashboard", "LedgerFigures", "summarize_ledgers"),
     "errors": (
         "ConfigError",
         "ContextKitError",

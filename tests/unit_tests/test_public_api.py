@@ -63,7 +63,11 @@ EXPECTED_ALL = {
     "context_node",
     # ledgers as JSON lines (issue 20)
     "LedgerCallbackHandler",
+    "LedgerDashboard",
+    "LedgerFigures",
     "LedgerWriter",
+    "plot_ledger",
+    "summarize_ledgers",
     # trajectory reducers (issue 5)
     "ContextKitConfig",
     "REDUCERS",
