@@ -177,7 +177,8 @@ class LedgerCallbackHandler(BaseCallbackHandler):
     `LEDGER_EVENT`; pass this handler in the run's ``callbacks`` (or a
     `RunnableConfig`) and every such call is appended through a `LedgerWriter`. Other
     events are ignored; a thread id missing from the event is taken from the run's
-    metadata, where LangGraph puts the ``thread_id`` of the config.
+    metadata, where LangGraph puts the ``thread_id`` of the config. Point it and a
+    middleware's ``ledger_path`` at different files: both write every call.
 
     Example:
         ```python

@@ -243,3 +243,34 @@ def test_reading_names_the_bad_line(tmp_path: Path) -> None:
         read_ledger_log(path)
     with pytest.raises(LedgerLogError, match="cannot read the ledger log"):
         read_ledger_log(tmp_path / "missing.jsonl")
+
+
+def test_reported_usage_and_cache_reads_reach_the_line(tmp_path: Path) -> None:
+    from langchain_contextkit.dashboard import summarize_ledgers
+
+    usage = [(120, 0), (180, 96), (260, 160)]
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        tokens, cached = usage[sum(isinstance(m, AIMessage) for m in messages)]
+        return AIMessage(
+            "ok",
+            usage_metadata={
+                "input_tokens": tokens,
+                "output_tokens": 2,
+                "total_tokens": tokens + 2,
+                "input_token_details": {"cache_read": cached},
+            },
+        )
+
+    model = ScriptedChatModel(respond=respond, context_window=4000)
+    path = tmp_path / "calls.jsonl"
+    agent = _agent(model, ledger_path=path)
+    config = {"configurable": {"thread_id": "u"}}
+    for text in ("one", "two", "three"):
+        agent.invoke({"messages": [HumanMessage(text)]}, config)
+    lines = read_ledger_log(path)
+    assert [(line["reported"], line["cache_read"]) for line in lines] == usage
+    figures = summarize_ledgers(lines).overall
+    assert figures.cache_hit_rate == pytest.approx((0 + 96 + 160) / (120 + 180 + 260))
+    assert figures.input_source == "reported"
+    assert figures.input_mean == pytest.approx((120 + 180 + 260) / 3)
