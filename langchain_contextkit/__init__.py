@@ -21,6 +21,12 @@ from langchain_contextkit._version import __version__
 if TYPE_CHECKING:
     from langchain_contextkit.agents.assembler import WindowAssembler as WindowAssembler
     from langchain_contextkit.agents.ledger import CallLedger as CallLedger
+    from langchain_contextkit.agents.ledger_log import (
+        LedgerCallbackHandler as LedgerCallbackHandler,
+    )
+    from langchain_contextkit.agents.ledger_log import (
+        LedgerWriter as LedgerWriter,
+    )
     from langchain_contextkit.agents.middleware import (
         CompactionMiddleware as CompactionMiddleware,
     )
@@ -77,6 +83,16 @@ if TYPE_CHECKING:
         summarizer_from_llm as summarizer_from_llm,
     )
     from langchain_contextkit.config import ContextKitConfig as ContextKitConfig
+    from langchain_contextkit.dashboard.chart import plot_ledger as plot_ledger
+    from langchain_contextkit.dashboard.figures import (
+        LedgerDashboard as LedgerDashboard,
+    )
+    from langchain_contextkit.dashboard.figures import (
+        LedgerFigures as LedgerFigures,
+    )
+    from langchain_contextkit.dashboard.figures import (
+        summarize_ledgers as summarize_ledgers,
+    )
     from langchain_contextkit.errors import (
         ConfigError as ConfigError,
     )
@@ -276,6 +292,7 @@ if TYPE_CHECKING:
 _PUBLIC: dict[str, tuple[str, ...]] = {
     "agents.assembler": ("WindowAssembler",),
     "agents.ledger": ("CallLedger",),
+    "agents.ledger_log": ("LedgerCallbackHandler", "LedgerWriter"),
     "agents.middleware": ("CompactionMiddleware", "ContextKitMiddleware"),
     "agents.nodes": ("CompactionGraphState", "compaction_node", "context_node", "reducer_node"),
     "agents.offload": (
@@ -297,6 +314,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "compaction.summarizers": ("ExtractiveSummarizer", "summarizer_from_llm"),
     "config": ("ContextKitConfig",),
+    "dashboard.chart": ("plot_ledger",),
+    "dashboard.figures": ("LedgerDashboard", "LedgerFigures", "summarize_ledgers"),
     "errors": (
         "ConfigError",
         "ContextKitError",

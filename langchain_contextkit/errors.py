@@ -19,6 +19,9 @@ ContextKitError                 base of everything below
 ├── ContextQualityError         an assembled request failed its `QualityGate` (the model
 │                               was not called; `.result` says which checks failed)
 ├── BuildInputError             `contextkit build` cannot use its input (folder, history)
+├── LedgerLogError              (also a ValueError) a ledger log that cannot be read; names
+│                               the line
+├── PlotUnavailableError        (also an ImportError) a chart needs matplotlib, not installed
 └── ModelSetupError             `contextkit demo` cannot create the requested model
     └── ModelSpecError          ... because `--model` itself is wrong (a usage error)
 ```
@@ -50,11 +53,13 @@ __all__ = [
     "ContextWindowExceeded",
     "InvalidMessagesError",
     "InvalidNoteError",
+    "LedgerLogError",
     "ModelSetupError",
     "ModelSpecError",
     "NoteError",
     "NoteLimitError",
     "NoteNotFoundError",
+    "PlotUnavailableError",
     "ScriptExhaustedError",
     "SearchUnavailableError",
     "TokenizerUnavailableError",
@@ -184,6 +189,14 @@ class ContextQualityWarning(UserWarning):
 
 class BuildInputError(ContextKitError):
     """Input `contextkit build` cannot use: a missing folder, a bad history file, no documents."""
+
+
+class LedgerLogError(ContextKitError, ValueError):
+    """A ledger log (JSON lines) that cannot be read: the message names the file and line."""
+
+
+class PlotUnavailableError(ContextKitError, ImportError):
+    """A chart was asked for, but matplotlib is not installed (the ``plot`` extra)."""
 
 
 class ModelSetupError(ContextKitError):

@@ -29,6 +29,7 @@ from langchain.agents.middleware.types import (
     OmitFromInput,
     PrivateStateAttr,
 )
+from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.types import Command
 from typing_extensions import NotRequired
@@ -37,7 +38,8 @@ from langchain_contextkit._validate import check_count
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents._overflow import overflow_of
 from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
-from langchain_contextkit.agents.ledger import Anchor, next_call_number, with_ledger
+from langchain_contextkit.agents.ledger import Anchor, CallLedger, next_call_number, with_ledger
+from langchain_contextkit.agents.ledger_log import LEDGER_EVENT, LedgerWriter, ledger_record
 from langchain_contextkit.calibration import (
     CALIBRATION_KEY,
     Calibration,
@@ -61,6 +63,7 @@ from langchain_contextkit.tokens import (
 from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig, model_limits
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Awaitable, Callable, Sequence
 
     from langchain_core.language_models import BaseChatModel
@@ -461,6 +464,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         offload: OffloadConfig | OffloadStore | None = None,
         quality_gate: GateLike | None = None,
         on_gate_fail: OnGateFail = "log",
+        ledger_path: str | os.PathLike[str] | None = None,
     ) -> None:
         """Configure the middleware.
 
@@ -495,12 +499,16 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 ``langchain_contextkit.quality`` logger, default),
                 ``"warn"`` (`ContextQualityWarning`) or ``"raise"``
                 (`ContextQualityError`, before the model is called).
+            ledger_path: Append every call's ledger to this JSON-lines file (one line
+                per call, `LedgerWriter`; ``contextkit report FILE`` reads it). Each
+                call's line is also dispatched as the custom event ``"contextkit_ledger"``
+                whether or not a path is given, for a `LedgerCallbackHandler`.
 
         Raises:
             ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
                 it counts with another counter than `token_counter`, `offload` is
-                neither an `OffloadConfig` nor an `OffloadStore`, or `on_gate_fail` is
-                not one of the three.
+                neither an `OffloadConfig` nor an `OffloadStore`, `on_gate_fail` is not one
+                of the three, or `ledger_path` is a folder.
         """
         super().__init__()
         check_count("ledger_size", ledger_size, minimum=1)
@@ -521,6 +529,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         )
         self.ledger_size = ledger_size
         self.summarize_in_place = summarize_in_place
+        self.ledger_writer = None if ledger_path is None else LedgerWriter(ledger_path)
+        """Appends every call's line to `ledger_path` (None without one)."""
         # For callers that keep no thread: the calibration learnt by this process (a
         # thread's own is in its state, see `_calibration_for`).
         self._calibration = Calibration()
@@ -712,7 +722,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         response: ModelResponse[Any],
         *,
         retried: bool,
-    ) -> ExtendedModelResponse[Any]:
+    ) -> tuple[ExtendedModelResponse[Any], dict[str, Any]]:
+        """The response with the state update, and the call's ledger line."""
         message = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
         usage = reported_usage(message)
         ledger = assembly.ledger.with_usage(usage)
@@ -730,7 +741,15 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             stored = assembly.summary.to_dict()
             if stored != call.request.state.get(SUMMARY_KEY):
                 update[SUMMARY_KEY] = stored
-        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+        extended = ExtendedModelResponse(model_response=response, command=Command(update=update))
+        return extended, self._log_line(call, ledger)
+
+    def _log_line(self, call: _Call, ledger: CallLedger) -> dict[str, Any]:
+        """The call's JSON line, written to `ledger_path` when one is set."""
+        record = ledger_record(ledger, thread_id=_thread_id(call.request))
+        if self.ledger_writer is not None:
+            self.ledger_writer.write_record(record)
+        return record
 
     def wrap_model_call(
         self,
@@ -740,6 +759,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         """Send the assembled request instead of the raw history; retry once if too long."""
         call = self._prepare(request)
         assembly = self._assemble(call)
+        retried = False
         try:
             response = handler(request.override(messages=_sendable(assembly)))
         except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
@@ -748,8 +768,10 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 response = handler(request.override(messages=_sendable(assembly)))
             except Exception as again:
                 raise self._exceeded(assembly, again) from again
-            return self._respond(call, assembly, response, retried=True)
-        return self._respond(call, assembly, response, retried=False)
+            retried = True
+        extended, line = self._respond(call, assembly, response, retried=retried)
+        _dispatch(line)
+        return extended
 
     async def awrap_model_call(
         self,
@@ -759,6 +781,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         """Async `wrap_model_call`."""
         call = self._prepare(request)
         assembly = await self._aassemble(call)
+        retried = False
         try:
             response = await handler(request.override(messages=_sendable(assembly)))
         except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
@@ -767,8 +790,10 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 response = await handler(request.override(messages=_sendable(assembly)))
             except Exception as again:
                 raise self._exceeded(assembly, again) from again
-            return self._respond(call, assembly, response, retried=True)
-        return self._respond(call, assembly, response, retried=False)
+            retried = True
+        extended, line = self._respond(call, assembly, response, retried=retried)
+        await _adispatch(line)
+        return extended
 
 
 def _in_thread(request: ModelRequest[Any]) -> bool:
@@ -777,9 +802,39 @@ def _in_thread(request: ModelRequest[Any]) -> bool:
     Such a call's only memory is the thread's state, never this process's: any worker may
     serve its next turn, and must send the same request.
     """
+    return _thread_id(request) is not None
+
+
+def _thread_id(request: ModelRequest[Any]) -> str | None:
+    """The call's ``thread_id``, when it runs in a thread."""
     runtime = getattr(request, "runtime", None)
     info = getattr(runtime, "execution_info", None)
-    return getattr(info, "thread_id", None) is not None
+    thread = getattr(info, "thread_id", None)
+    return None if thread is None else str(thread)
+
+
+def _dispatch(line: dict[str, Any]) -> None:
+    """Send the call's line to the run's callbacks (`LedgerCallbackHandler` writes it).
+
+    Outside a run (the middleware called directly) there is no one to tell; a handler
+    that fails is logged and the call goes on.
+    """
+    try:
+        dispatch_custom_event(LEDGER_EVENT, line)
+    except RuntimeError:
+        logger.debug("no run to dispatch the call's ledger to")
+    except Exception:  # a failing handler must not fail the model call
+        logger.warning("a callback failed on the call's ledger event", exc_info=True)
+
+
+async def _adispatch(line: dict[str, Any]) -> None:
+    """Async `_dispatch`."""
+    try:
+        await adispatch_custom_event(LEDGER_EVENT, line)
+    except RuntimeError:
+        logger.debug("no run to dispatch the call's ledger to")
+    except Exception:  # a failing handler must not fail the model call
+        logger.warning("a callback failed on the call's ledger event", exc_info=True)
 
 
 def _anchor(ledgers: Sequence[Any]) -> Anchor | None:

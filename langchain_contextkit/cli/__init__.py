@@ -5,7 +5,8 @@ contextkit --version
 contextkit count FILE... [--encoding cl100k_base] [--json]
 contextkit build QUERY --docs DIR [--history FILE] [--window N] [--json]
 contextkit demo [--model PROVIDER:NAME] [--turns N] [--window N] [--workspace DIR] [--keep]
-                [--json]
+                [--ledger FILE] [--plot FILE.png] [--json]
+contextkit report LEDGER.jsonl [--json] [--plot FILE.png] [--thread ID]
 ```
 
 `count` prints, per file, the characters, the `count_tokens` estimate and, when a tiktoken
@@ -13,7 +14,10 @@ encoding can be loaded, the exact count beside it. `build` chunks a folder of te
 markdown, ranks the chunks against the query with BM25 and assembles a prompt under the
 window's budget, then prints the prompt and its ledger (or one JSON object). `demo` runs a
 complete agent session on a bundled sample project (offline by default, or against a real
-model) and draws every model call's window ledger.
+model), draws every model call's window ledger, writes the ledgers as JSON lines and
+prints their report. `report` prints the dashboard of such a ledger log (calls, input
+tokens, cache-hit rate, evidence share, compactions, overflow retries, gate failures) and
+can save the calls as a stacked chart (matplotlib, the ``plot`` extra).
 
 Every command exits with 0 on success, 2 on a usage error (bad arguments, as argparse
 does) and 1 on a failure (a file that cannot be read, a model that cannot be reached), with
@@ -76,7 +80,35 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_build_parser(commands)
 
     _add_demo_parser(commands)
+    _add_report_parser(commands)
     return parser
+
+
+def _add_report_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    report = commands.add_parser(
+        "report",
+        help="the dashboard of a ledger log (JSON lines, one per model call)",
+        description=(
+            "Read a ledger log written by ContextKitMiddleware(ledger_path=...) or "
+            "LedgerCallbackHandler and print its dashboard: model calls, mean and p95 input "
+            "tokens (reported by the provider when the lines have it, else the ledger's "
+            "estimates), cache-hit rate from the reported cache reads, evidence share of the "
+            "input, compactions per 100 calls, overflow retries and quality-gate failures; "
+            "per thread when the log holds several. A file that cannot be read or a malformed "
+            "line exits with status 1, naming the line."
+        ),
+    )
+    report.add_argument("ledger", metavar="LEDGER.jsonl", help="the ledger log to read")
+    report.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    report.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help=(
+            "save every call's window as a stacked bar chart (needs matplotlib: "
+            'pip install "langchain-contextkit[plot]")'
+        ),
+    )
+    report.add_argument("--thread", metavar="ID", help="only the calls of this thread")
 
 
 def _add_demo_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -120,6 +152,19 @@ def _add_demo_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--keep",
         action="store_true",
         help="keep the temporary workspace (project and notes) and print where it is",
+    )
+    demo.add_argument(
+        "--ledger",
+        metavar="FILE",
+        help=(
+            "append every call's ledger to this JSON-lines file and keep it (default: "
+            "ledger.jsonl in the workspace)"
+        ),
+    )
+    demo.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="save the calls' window ledgers as a stacked bar chart (needs matplotlib)",
     )
     demo.add_argument(
         "--json", action="store_true", help="print one JSON object instead of the bars"
@@ -199,9 +244,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             window=args.window,
             workspace=args.workspace,
             keep=args.keep,
+            ledger=args.ledger,
+            plot=args.plot,
             as_json=args.json,
         )
         return run_demo(options, out=sys.stdout, err=sys.stderr)
+    if args.command == "report":
+        from langchain_contextkit.cli.report import ReportRequest, run_report  # noqa: PLC0415 - only here
+
+        request = ReportRequest(
+            path=args.ledger, as_json=args.json, plot=args.plot, thread=args.thread
+        )
+        return run_report(request, out=sys.stdout, err=sys.stderr)
     parser.print_help()
     return EXIT_USAGE
 

@@ -72,6 +72,13 @@ EXPECTED_ALL = {
     "WindowAssembler",
     "ContextKitMiddleware",
     "context_node",
+    # ledgers as JSON lines (issue 20)
+    "LedgerCallbackHandler",
+    "LedgerDashboard",
+    "LedgerFigures",
+    "LedgerWriter",
+    "plot_ledger",
+    "summarize_ledgers",
     # trajectory reducers (issue 5)
     "ContextKitConfig",
     "REDUCERS",

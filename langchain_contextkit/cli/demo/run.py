@@ -9,7 +9,10 @@ time; with `--model` or ``OPENAI_BASE_URL`` a real model gets the same user turn
 It prints one line per model call (the ledger bar, the prompt's size, whether the
 history was compacted or the tool loop reduced, what the model did), then a summary:
 calls, compactions, the largest prompt against its limit, notes, and which planted facts
-the model could still see in its last request. `--json` prints the same as one object.
+the model could still see in its last request. The middleware writes every call's ledger
+as a JSON line (`ledger.jsonl` in the workspace, or `--ledger FILE`, replaced if it
+exists), and the run ends with that log's report (`contextkit report`); `--plot FILE.png`
+saves its chart. `--json` prints the same as one object.
 
 The workspace (the copied project and the notes) is a temporary folder removed at the
 end, unless `--keep` is given or `--workspace` names a folder of the user's. Bad
@@ -89,6 +92,10 @@ class DemoOptions:
     workspace: str | None = None
     keep: bool = False
     """Keep the temporary workspace; a `workspace` of the user's is always kept."""
+    ledger: str | None = None
+    """The ledger log's path (replaced); default ``ledger.jsonl`` in the workspace."""
+    plot: str | None = None
+    """Save the ledger chart here."""
     as_json: bool = False
 
 
@@ -105,7 +112,7 @@ def run_demo(
     options = options or DemoOptions()
     out = out or sys.stdout
     err = err or sys.stderr
-    problem = _check(options)
+    problem = _check(options) or _check_plot(options)
     if problem:
         _fail(err, problem)
         return _EXIT_USAGE
@@ -138,6 +145,20 @@ def _check(options: DemoOptions) -> str | None:
         path = Path(options.workspace)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             return f"--workspace {options.workspace} exists and is not an empty folder"
+    return None
+
+
+def _check_plot(options: DemoOptions) -> str | None:
+    """Why `--plot` cannot be honoured (matplotlib missing), checked before the run."""
+    if options.plot is None:
+        return None
+    from langchain_contextkit.dashboard.chart import require_matplotlib  # noqa: PLC0415
+    from langchain_contextkit.errors import PlotUnavailableError  # noqa: PLC0415
+
+    try:
+        require_matplotlib()
+    except PlotUnavailableError as error:
+        return f"--plot: {error}"
     return None
 
 
@@ -187,13 +208,15 @@ class _Run:
         from langchain_contextkit.cli.demo.session import DemoSession, SessionSettings  # noqa: PLC0415
 
         try:
+            workspace = self._workspace()
             session = DemoSession(
                 SessionSettings(
-                    workspace=self._workspace(),
+                    workspace=workspace,
                     window=self.options.window,
                     output_reserve=DEFAULT_OUTPUT_RESERVE,
                     turns=self.options.turns or len(TURNS),
                     model=self.model,
+                    ledger_path=self._ledger_path(workspace),
                 )
             )
             session.setup()
@@ -207,12 +230,36 @@ class _Run:
             return status
         progress.close()
         seconds = time.monotonic() - self.started
+        try:
+            report = _LedgerReport.of(session, self.options.plot)
+        except (ContextKitError, OSError, ValueError) as error:
+            _fail(progress.stream, f"cannot report the ledger log: {error}")
+            return _EXIT_FAILED
         if self.options.as_json:
             data = _summary_data(session, self.label, seconds, kept=self.keeps_workspace)
+            data["report"] = report.data()
             print(json.dumps(data, indent=2), file=self.out)
         else:
             self._summary(session, seconds)
+            self._report(report)
         return 0
+
+    def _ledger_path(self, workspace: Path) -> Path:
+        """The ledger log of this run, emptied: the report covers this run alone."""
+        path = Path(self.options.ledger) if self.options.ledger else workspace / "ledger.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+        return path.resolve()
+
+    def _report(self, report: _LedgerReport) -> None:
+        kept = self.options.ledger is not None or self.keeps_workspace
+        self._print("")
+        for line in report.text.splitlines():
+            self._print(self._paint(line, "1") if not line.startswith(" ") else line)
+        where = str(report.path) if kept else "removed with the workspace; --ledger FILE keeps it"
+        self._print(f"  {'ledger log':<18} {where}")
+        if report.chart is not None:
+            self._print(f"  {'chart':<18} {report.chart}")
 
     def _workspace(self) -> Path:
         if self.options.workspace is None:
@@ -398,6 +445,43 @@ class _Run:
         self._print(f"  {'last answer':<17} {answer[0]}")
         for line in answer[1:]:
             self._print(f"  {'':<17} {line}")
+
+
+@dataclass(frozen=True, slots=True)
+class _LedgerReport:
+    """The run's ledger log read back: its dashboard, and the chart when asked for."""
+
+    path: Path
+    text: str
+    figures: dict[str, Any]
+    lines: int
+    chart: Path | None
+
+    @classmethod
+    def of(cls, session: DemoSession, plot: str | None) -> _LedgerReport:
+        from langchain_contextkit.agents.ledger_log import read_ledger_log  # noqa: PLC0415
+        from langchain_contextkit.dashboard import plot_ledger, summarize_ledgers  # noqa: PLC0415
+
+        path = session.settings.ledger_path
+        if path is None:
+            msg = "the session wrote no ledger log"
+            raise ValueError(msg)
+        records = read_ledger_log(path)
+        dashboard = summarize_ledgers(records)
+        chart = None
+        if plot is not None:
+            title = f"contextkit demo: window ledger per model call ({len(records)} calls)"
+            chart = plot_ledger(records, plot, title=title).resolve()
+        text = dashboard.text(title="report (contextkit report on the ledger log)")
+        return cls(path, text, dashboard.to_dict(), len(records), chart)
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "ledger": str(self.path),
+            "lines": self.lines,
+            **self.figures,
+            "chart": None if self.chart is None else str(self.chart),
+        }
 
 
 def _numbers(values: list[int]) -> str:

@@ -55,6 +55,8 @@ class SessionSettings:
     turns: int
     model: BaseChatModel | None = None
     """None: the scripted agent."""
+    ledger_path: Path | None = None
+    """Where the middleware appends every call's ledger (JSON lines); None: nowhere."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +167,13 @@ class DemoSession:
             ),
             keep_recent_steps=1,  # the session's longest turn reads seven files
             ledger_size=len(TURNS) * 10,
+            ledger_path=settings.ledger_path,
+            # QUALITY GATE SPOT, wired in once the quality gate (`quality/`) lands: run the
+            # gate on every call here (the middleware's gate option, `on_fail="log"`), with
+            # the planted facts as required facts, and provoke one failure on purpose (a
+            # call whose docs source is turned off, so a required fact is missing). Its
+            # result lands in `CallLedger.gate`, hence in each ledger line's "gate", and the
+            # report at the end counts the failure; nothing else in the demo changes.
         )
         stack: list[AgentMiddleware[Any, Any, Any]] = [middleware, self._recorder]
         self._agent = create_agent(

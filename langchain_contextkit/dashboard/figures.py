@@ -1,0 +1,271 @@
+"""The dashboard's figures over a ledger log, overall and per thread.
+
+Each call's *input tokens* are the provider's `reported` figure when the line has one,
+else the ledger's `estimated` one (the figures say how many of each went in). The p95 is
+the nearest-rank percentile: the smallest value at least 95% of the calls do not exceed.
+The *cache-hit rate* is the tokens served from the prompt cache over all reported input
+tokens, over the calls that report usage (``sum(cache_read) / sum(reported)``). The
+*evidence share* is, per call, the retrieval block's tokens over the request's tokens
+(``retrieval / prompt``), averaged over the calls. A *gate failure* is a line whose
+``gate`` holds a result with ``passed`` false.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, TypeGuard
+
+__all__ = ["LedgerDashboard", "LedgerFigures", "summarize_ledgers"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LedgerFigures:
+    """The dashboard's figures over a set of calls (a whole log, or one thread)."""
+
+    thread_id: str | None
+    """The thread these calls belong to (None: the whole log, or calls outside threads)."""
+    calls: int
+    """Model calls (lines)."""
+    input_mean: float
+    """Mean input tokens per call."""
+    input_p95: int
+    """95th percentile of the input tokens (nearest rank)."""
+    input_reported: int
+    """Calls whose input tokens are the provider's report; the rest are the ledger's estimate."""
+    cache_hit_rate: float | None
+    """Cache-read tokens over reported input tokens (None when no call reports usage)."""
+    cache_calls: int
+    """Calls that report usage, over which `cache_hit_rate` is taken."""
+    evidence_share: float | None
+    """Mean over calls of retrieval tokens / request tokens (None without a request)."""
+    compactions: int
+    """Calls at which the history was compacted."""
+    compactions_per_100: float
+    """Compactions per 100 calls."""
+    reductions: int
+    """Calls at which the current turn's tool loop was reduced."""
+    overflow_retries: int
+    """Calls the provider refused as too long and the middleware retried smaller."""
+    offloaded: int
+    """Tool results offloaded (shown as head + tail + pointer), over all calls."""
+    gate_checked: int
+    """Calls that carry a quality gate's result."""
+    gate_failures: int
+    """Of those, the calls whose gate did not pass."""
+
+    @property
+    def input_source(self) -> str:
+        """``"reported"``, ``"estimated"`` or ``"mixed"``: where the input figures come from."""
+        if self.input_reported == self.calls:
+            return "reported"
+        return "estimated" if self.input_reported == 0 else "mixed"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON (with `input_source`)."""
+        return {**asdict(self), "input_source": self.input_source}
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerDashboard:
+    """The figures of a whole ledger log and of each of its threads.
+
+    Example:
+        ```python
+        from langchain_contextkit.dashboard import summarize_ledgers
+
+
+        def line(call, prompt, retrieval, reported=None, cache_read=None, **flags):
+            return {
+                "call": call,
+                "window": 1000,
+                "output_reserve": 100,
+                "free": 900 - prompt,
+                "prompt": prompt,
+                "retrieval": retrieval,
+                "estimated": prompt,
+                "reported": reported,
+                "cache_read": cache_read,
+                "thread_id": "t1",
+                **flags,
+            }
+
+
+        dashboard = summarize_ledgers(
+            [
+                line(1, 400, 100, reported=420, cache_read=0),
+                line(2, 600, 300, reported=630, cache_read=420, compacted=True),
+            ]
+        )
+        figures = dashboard.overall
+        print(figures.calls, figures.input_mean, figures.input_p95, figures.input_source)
+        # 2 525.0 630 reported
+        print(f"{figures.cache_hit_rate:.3f} {figures.evidence_share:.3f}")
+        # 0.400 0.375
+        print(figures.compactions_per_100)
+        # 50.0
+        ```
+    """
+
+    overall: LedgerFigures
+    """Every call of the log."""
+    threads: tuple[LedgerFigures, ...]
+    """Per thread, in the order each first appears in the log."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON: ``{"overall": {...}, "threads": [{...}, ...]}``."""
+        return {
+            "overall": self.overall.to_dict(),
+            "threads": [figures.to_dict() for figures in self.threads],
+        }
+
+    def text(self, *, title: str = "ledger report") -> str:
+        """The dashboard as lines of text: the figures, then a table per thread when several."""
+        figures = self.overall
+        threads = len(self.threads)
+        lines = [
+            f"{title}: {figures.calls} model calls, {threads} thread{'s' * (threads != 1)}",
+            *(f"  {label:<18} {value}" for label, value in _rows(figures)),
+        ]
+        if threads > 1:
+            lines += ["", *_thread_table(self.threads)]
+        return "\n".join(lines)
+
+
+def summarize_ledgers(records: Sequence[Mapping[str, Any]]) -> LedgerDashboard:
+    """The dashboard of ledger lines (`read_ledger_log`'s, or the ledgers state keeps).
+
+    Args:
+        records: Call ledgers as dicts, in call order; a ``thread_id`` groups them.
+    """
+    groups: dict[str | None, list[Mapping[str, Any]]] = {}
+    for record in records:
+        thread = record.get("thread_id")
+        groups.setdefault(None if thread is None else str(thread), []).append(record)
+    threads = tuple(_figures(lines, thread) for thread, lines in groups.items())
+    return LedgerDashboard(_figures(records, None), threads)
+
+
+def _input_tokens(record: Mapping[str, Any]) -> tuple[int, bool]:
+    """A call's input tokens, and whether they are the provider's report."""
+    reported = record.get("reported")
+    if _is_int(reported):
+        return int(reported), True
+    estimated = record.get("estimated")
+    if _is_int(estimated) and estimated > 0:
+        return int(estimated), False
+    return _prompt(record), False
+
+
+def _figures(records: Sequence[Mapping[str, Any]], thread: str | None) -> LedgerFigures:
+    inputs = [_input_tokens(record) for record in records]
+    values = sorted(value for value, _ in inputs)
+    calls = len(records)
+    reported = [r for r in records if _is_int(r.get("reported")) and r["reported"] > 0]
+    cached = sum(int(r["cache_read"]) for r in reported if _is_int(r.get("cache_read")))
+    shares = [_number(r.get("retrieval")) / _prompt(r) for r in records if _prompt(r) > 0]
+    gates = [r.get("gate") for r in records if isinstance(r.get("gate"), Mapping)]
+    compactions = sum(1 for r in records if r.get("compacted") is True)
+    return LedgerFigures(
+        thread_id=thread,
+        calls=calls,
+        input_mean=sum(values) / calls if calls else 0.0,
+        input_p95=values[math.ceil(0.95 * calls) - 1] if calls else 0,
+        input_reported=sum(1 for _, is_reported in inputs if is_reported),
+        cache_hit_rate=(cached / sum(int(r["reported"]) for r in reported) if reported else None),
+        cache_calls=len(reported),
+        evidence_share=sum(shares) / len(shares) if shares else None,
+        compactions=compactions,
+        compactions_per_100=100 * compactions / calls if calls else 0.0,
+        reductions=sum(1 for r in records if r.get("reduced") is True),
+        overflow_retries=sum(1 for r in records if r.get("retried") is True),
+        offloaded=sum(int(_number(r.get("offloaded"))) for r in records),
+        gate_checked=len(gates),
+        gate_failures=sum(
+            1 for gate in gates if isinstance(gate, Mapping) and gate.get("passed") is False
+        ),
+    )
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _prompt(record: Mapping[str, Any]) -> int:
+    """The request's tokens (the ledger's), from ``prompt`` or the window's parts."""
+    prompt = record.get("prompt")
+    if _is_int(prompt):
+        return int(prompt)
+    return int(
+        _number(record.get("window"))
+        - _number(record.get("free"))
+        - _number(record.get("output_reserve"))
+    )
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _rows(figures: LedgerFigures) -> list[tuple[str, str]]:
+    calls = figures.calls
+    if figures.input_source == "reported":
+        source = "reported by the provider"
+    elif figures.input_source == "estimated":
+        source = "the ledger's estimates: no call reports usage"
+    else:
+        estimated = calls - figures.input_reported
+        source = f"reported for {figures.input_reported} calls, estimated for {estimated}"
+    cache = (
+        "n/a: no call reports usage"
+        if figures.cache_hit_rate is None
+        else f"{figures.cache_hit_rate:.1%} of reported input tokens read from the cache"
+        f" ({figures.cache_calls} calls)"
+    )
+    evidence = (
+        "n/a"
+        if figures.evidence_share is None
+        else f"{figures.evidence_share:.1%} of the input is retrieved context (mean per call)"
+    )
+    gate = (
+        "n/a: no call carries a quality gate result"
+        if figures.gate_checked == 0
+        else f"{figures.gate_failures} of {figures.gate_checked} gated calls"
+    )
+    return [
+        ("calls", f"{calls:,}"),
+        (
+            "input tokens",
+            f"mean {figures.input_mean:,.0f}, p95 {figures.input_p95:,} ({source})",
+        ),
+        ("cache-hit rate", cache),
+        ("evidence share", evidence),
+        ("compactions", f"{figures.compactions} ({figures.compactions_per_100:.1f} per 100 calls)"),
+        ("overflow retries", str(figures.overflow_retries)),
+        ("tool loop reduced", f"{figures.reductions} call{'s' * (figures.reductions != 1)}"),
+        ("offloaded results", str(figures.offloaded)),
+        ("gate failures", gate),
+    ]
+
+
+def _thread_table(threads: Sequence[LedgerFigures]) -> list[str]:
+    names = ["(no thread)" if f.thread_id is None else f.thread_id for f in threads]
+    width = max(len("thread"), *(len(name) for name in names))
+    head = (
+        f"  {'thread':<{width}}  {'calls':>6}  {'mean in':>8}  {'p95 in':>8}  {'cache hit':>9}"
+        f"  {'evidence':>8}  {'compact/100':>11}  {'retries':>7}  {'gate fails':>10}"
+    )
+    rows = [head]
+    for name, f in zip(names, threads, strict=True):
+        gate = str(f.gate_failures) if f.gate_checked else "n/a"
+        rows.append(
+            f"  {name:<{width}}  {f.calls:>6,}  {f.input_mean:>8,.0f}  {f.input_p95:>8,}"
+            f"  {_percent(f.cache_hit_rate):>9}  {_percent(f.evidence_share):>8}"
+            f"  {f.compactions_per_100:>11.1f}  {f.overflow_retries:>7}  {gate:>10}"
+        )
+    return rows
