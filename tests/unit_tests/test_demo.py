@@ -85,6 +85,22 @@ def test_demo_prints_a_bar_per_call_and_a_summary(
     assert f"{facts} of {facts} planted facts still in the model's request" in captured.out
     assert "not visible" not in captured.out
     assert "INC-4821" in captured.out.split("summary")[-1]
+    # The quality gate ran on every call (each ledger line carries a passing result) ...
+    log = [json.loads(line) for line in (workspace / "ledger.jsonl").read_text().splitlines()]
+    assert [line["call"] for line in log] == list(range(1, calls + 1))
+    for line in log:
+        assert line["gate"]["passed"] is True, line
+        checks = {check["name"]: check for check in line["gate"]["checks"]}
+        assert set(checks) == {"max_request_tokens", "required_facts", "max_retrieval_share"}
+        assert checks["max_request_tokens"]["threshold"] == 5000
+    assert log[-1]["gate"]["checks"][1]["threshold"] == len(FACTS)  # every fact, by the end
+    assert f"checked on every call: {calls} of {calls} passed" in captured.out
+    assert f"gate failures      0 of {calls} gated calls" in captured.out
+    # ... and fails, on purpose, on the last request without its summary and retrieval block.
+    on_purpose = captured.out.split("gate, on purpose")[1].split("workspace")[0]
+    assert "without its summary and retrieval block" in on_purpose
+    assert "FAILS, as intended (deliberate" in on_purpose
+    assert "- required_facts: 4 of 5 present; missing: '2025-11-20'" in on_purpose
     # The workspace holds the project the terminal saw and the agent's notes, as markdown.
     assert copy_project(tmp_path / "again") == sorted(
         p.relative_to(workspace / "project").as_posix()
@@ -115,6 +131,20 @@ def test_demo_json_keeps_every_call_within_the_window(
         assert fact["parts"], fact
     assert data["notes"]["created"] == data["notes"]["on_disk"] == 5
     assert "Hand-over" in data["last_answer"]
+    gate = data["gate"]
+    assert gate["checked"] == gate["passed"] == data["calls"]
+    assert gate["failed_calls"] == []
+    assert gate["max_request_tokens"] == data["limit"]
+    assert all(entry["gate"]["passed"] for entry in ledgers)
+    assert data["report"]["overall"]["gate_checked"] == data["calls"]
+    assert data["report"]["overall"]["gate_failures"] == 0
+    failure = data["deliberate_failure"]
+    assert failure["deliberate"] is True
+    assert failure["removed"] == ["summary", "retrieval block"]
+    assert failure["passed"] is False
+    assert failure["failures"] == ["- required_facts: 4 of 5 present; missing: '2025-11-20'"]
+    facts_check = next(c for c in failure["result"]["checks"] if c["name"] == "required_facts")
+    assert facts_check["passed"] is False
 
 
 def test_demo_turns_runs_the_first_turns_only(
@@ -273,3 +303,27 @@ def test_colours_only_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     options = _demo.DemoOptions(turns=1, workspace=str(tmp_path / "ws2"))
     assert _demo.run_demo(options, out=out, err=err) == 0
     assert "\x1b[" not in out.getvalue()
+
+
+def test_a_failing_gate_shows_in_the_summary_not_as_log_lines(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_contextkit.cli.demo.session import DemoGate
+    from langchain_contextkit.quality import QualityGate
+
+    def too_tight(self: DemoGate, turn: int) -> QualityGate:
+        return QualityGate(max_request_tokens=1, required_facts=["INC-4821"])
+
+    monkeypatch.setattr(DemoGate, "for_turn", too_tight)
+    assert main(["demo", "--turns", "2", "--workspace", str(tmp_path / "ws")]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""  # on_gate_fail="log", but the demo keeps the log quiet
+    assert "context quality gate failed" not in captured.out
+    assert not [r for r in caplog.records if r.name == "langchain_contextkit.quality"]
+    calls = int(re.search(r"(\d+) model calls", captured.out).group(1))  # type: ignore[union-attr]
+    numbers = ", ".join(str(n) for n in range(1, calls + 1))
+    assert f"checked on every call: 0 of {calls} passed; failed at call {numbers}" in captured.out
+    assert f"gate failures      {calls} of {calls} gated calls" in captured.out

@@ -8,11 +8,13 @@ time; with `--model` or ``OPENAI_BASE_URL`` a real model gets the same user turn
 
 It prints one line per model call (the ledger bar, the prompt's size, whether the
 history was compacted or the tool loop reduced, what the model did), then a summary:
-calls, compactions, the largest prompt against its limit, notes, and which planted facts
-the model could still see in its last request. The middleware writes every call's ledger
-as a JSON line (`ledger.jsonl` in the workspace, or `--ledger FILE`, replaced if it
-exists), and the run ends with that log's report (`contextkit report`); `--plot FILE.png`
-saves its chart. `--json` prints the same as one object.
+calls, compactions, the largest prompt against its limit, notes, the quality gate checked
+on every call, which planted facts the model could still see in its last request, and the
+gate failing on purpose on that request with its summary and retrieval block removed.
+The middleware writes every call's ledger as a JSON line (`ledger.jsonl` in the
+workspace, or `--ledger FILE`, replaced if it exists), and the run ends with that log's
+report (`contextkit report`); `--plot FILE.png` saves its chart. `--json` prints the same
+as one object.
 
 The workspace (the copied project and the notes) is a temporary folder removed at the
 end, unless `--keep` is given or `--workspace` names a folder of the user's. Bad
@@ -25,6 +27,7 @@ bottom.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import sys
@@ -225,7 +228,8 @@ class _Run:
             _fail(progress.stream, f"cannot set up the agent: {error}")
             return _EXIT_FAILED
         self._header(session)
-        status = self._turns(session, TURNS)
+        with _quiet_gate_log():  # a failed call shows in the summary's gate line instead
+            status = self._turns(session, TURNS)
         if status:
             return status
         progress.close()
@@ -384,6 +388,18 @@ class _Run:
         bar = self._bar(ledger.bar(_BAR))
         return f"{ledger.call:>6}  {bar}  {size:>{self._size_width}}  {marks}  {move}"
 
+    def _deliberate(self, failure: dict[str, Any]) -> None:
+        """The gate failure provoked on purpose, and why it failed."""
+        removed = " and ".join(failure["removed"])
+        self._print(f"  {'gate, on purpose':<17} the last request without its {removed}:")
+        if failure["passed"]:
+            self._print(f"  {'':<17} passes: the facts are still in the recent history")
+            return
+        verdict = self._paint("FAILS", "1;31")
+        self._print(f"  {'':<17} {verdict}, as intended (deliberate, not a problem of the run)")
+        for line in failure["failures"]:
+            self._print(f"  {'':<17}   {line}")
+
     def _summary(self, session: DemoSession, seconds: float) -> None:
         data = _summary_data(session, self.label, seconds, kept=self.keeps_workspace)
         compactions, reduced = data["compactions"], data["reduced"]
@@ -413,6 +429,14 @@ class _Run:
                     f"read back, {notes['searched']} searches; {notes['on_disk']} on disk"
                 ),
             ),
+            ("quality gate", _gate_row(data["gate"])),
+            (
+                "",
+                (
+                    f"prompt <= {data['gate']['max_request_tokens']:,} tokens, retrieval <= "
+                    f"{data['gate']['max_retrieval_share']:.0%} of the window, facts stated so far"
+                ),
+            ),
             (
                 f"facts at call {data['calls']}",
                 f"{visible} of {len(facts)} planted facts still in the model's request",
@@ -434,6 +458,7 @@ class _Run:
                 f"  {'':<17}   {fact['needle']:<{needle_width}}  "
                 f"{fact['label']:<{label_width}}  {where}"
             )
+        self._deliberate(data["deliberate_failure"])
         if data["workspace_kept"]:
             self._print(f"  {'workspace':<17} {data['workspace']}")
             self._print(
@@ -484,6 +509,40 @@ class _LedgerReport:
         }
 
 
+def _gate_row(gate: dict[str, Any]) -> str:
+    failed = gate["failed_calls"]
+    return f"checked on every call: {gate['passed']} of {gate['checked']} passed" + (
+        f"; failed at call {_numbers(failed)}" if failed else ""
+    )
+
+
+def _gate_data(session: DemoSession) -> dict[str, Any]:
+    gates = [c.ledger.gate for c in session.calls if c.ledger.gate is not None]
+    return {
+        "max_request_tokens": session.gate.max_request_tokens,
+        "max_retrieval_share": session.gate.max_retrieval_share,
+        "checked": len(gates),
+        "passed": sum(1 for gate in gates if gate.get("passed") is True),
+        "failed_calls": [
+            c.ledger.call
+            for c in session.calls
+            if c.ledger.gate is not None and c.ledger.gate.get("passed") is not True
+        ],
+    }
+
+
+def _deliberate_data(session: DemoSession) -> dict[str, Any]:
+    failure = session.deliberate_failure()
+    return {
+        "deliberate": True,
+        "removed": list(failure.removed),
+        "messages": failure.messages,
+        "passed": failure.result.passed,
+        "failures": failure.result.failure_lines(),
+        "result": failure.result.to_dict(),
+    }
+
+
 def _numbers(values: list[int]) -> str:
     return ", ".join(str(value) for value in values)
 
@@ -521,6 +580,8 @@ def _summary_data(
             {"label": fact.label, "needle": fact.needle, "parts": list(fact.parts)}
             for fact in session.facts()
         ],
+        "gate": _gate_data(session),
+        "deliberate_failure": _deliberate_data(session),
         "workspace": str(session.settings.workspace),
         "workspace_kept": kept,
         "last_answer": session.last_answer(),
@@ -530,6 +591,21 @@ def _summary_data(
             for c in calls
         ],
     }
+
+
+@contextmanager
+def _quiet_gate_log() -> Iterator[None]:
+    """Keep the gate's log lines (``on_gate_fail="log"``) off the demo's output."""
+    gate_log = logging.getLogger("langchain_contextkit.quality")
+    propagate = gate_log.propagate
+    quiet = logging.NullHandler()
+    gate_log.addHandler(quiet)
+    gate_log.propagate = False
+    try:
+        yield
+    finally:
+        gate_log.removeHandler(quiet)
+        gate_log.propagate = propagate
 
 
 def _wants_colour(stream: TextIO) -> bool:

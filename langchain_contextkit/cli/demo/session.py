@@ -4,7 +4,10 @@
 note tools, the middleware with a docs source, the note store and a compactor, an
 in-memory checkpointer) and runs the conversation, reporting each model call as soon as
 its ledger is in the state. At the end it checks which planted facts the model could
-still see in its last request, and in which part of it.
+still see in its last request, and in which part of it. The middleware checks
+`DemoGate` (a `QualityGate` whose required facts are the planted facts stated so far)
+on every call; `deliberate_failure` checks it on the last request with its summary and
+retrieval block removed, to show a failure.
 """
 
 from __future__ import annotations
@@ -26,23 +29,34 @@ from langchain_contextkit.cli.demo.script import FACTS, SYSTEM_PROMPT, TURNS, sc
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX, HistoryCompactor
 from langchain_contextkit.notes import FileNoteStore
 from langchain_contextkit.prompts import PromptRegistry
+from langchain_contextkit.quality import GateResult, QualityGate
 from langchain_contextkit.sources.docs import DocsSource
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.tools import NoteTool, TerminalTool
 from langchain_contextkit.window_budget import WindowBudgetConfig
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator
+    from collections.abc import Awaitable, Callable, Iterator, Sequence
     from pathlib import Path
 
     from langchain.agents.middleware.types import ModelRequest, ModelResponse
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["PARTS", "CallRecord", "DemoSession", "FactSeen", "NoteActivity", "SessionSettings"]
+__all__ = [
+    "PARTS",
+    "CallRecord",
+    "DemoGate",
+    "DemoSession",
+    "FactSeen",
+    "GateFailure",
+    "NoteActivity",
+    "SessionSettings",
+]
 
 PARTS = ("system", "summary", "notes", "docs", "history", "turn")
 """Where a fact can be in a request: the retrieval block is split by its sources."""
 _MOVE_CHARS = 200
+_RAG_RATIO = 0.3
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -75,6 +89,42 @@ class FactSeen:
     label: str
     needle: str
     parts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GateFailure:
+    """The gate checked on purpose on a request with parts removed."""
+
+    removed: tuple[str, ...]
+    messages: int
+    """Messages left in the request."""
+    result: GateResult
+
+
+class DemoGate:
+    """The demo's quality gate: fixed thresholds, and the planted facts stated so far.
+
+    A `QualityGate` is static; this one rebuilds it for the current user turn (set by
+    the session before each turn), so a fact is required from the turn that states it.
+    """
+
+    def __init__(self, *, max_request_tokens: int, max_retrieval_share: float) -> None:
+        """Fix the thresholds; the facts follow `turn`."""
+        self.max_request_tokens = max_request_tokens
+        self.max_retrieval_share = max_retrieval_share
+        self.turn = 1
+
+    def for_turn(self, turn: int) -> QualityGate:
+        """The gate of calls in user turn `turn` (1-based)."""
+        return QualityGate(
+            max_request_tokens=self.max_request_tokens,
+            max_retrieval_share=self.max_retrieval_share,
+            required_facts=[fact.needle for fact in FACTS if fact.turn <= turn],
+        )
+
+    def check(self, target: object, *, messages: Sequence[BaseMessage] | None = None) -> GateResult:
+        """`QualityGate.check` with the current turn's gate."""
+        return self.for_turn(self.turn).check(target, messages=messages)
 
 
 @dataclass(slots=True)
@@ -129,6 +179,15 @@ class DemoSession:
     _recorder: _LastRequest = field(default_factory=_LastRequest)
     _messages: list[BaseMessage] = field(default_factory=list)
     _titles: dict[str, str] = field(default_factory=dict)
+    gate: DemoGate = field(init=False)
+
+    def __post_init__(self) -> None:
+        """Build the gate from the settings (the window, the output reserve)."""
+        settings = self.settings
+        self.gate = DemoGate(
+            max_request_tokens=settings.window - settings.output_reserve,
+            max_retrieval_share=_RAG_RATIO + 0.05,
+        )
 
     @property
     def project(self) -> Path:
@@ -163,17 +222,16 @@ class DemoSession:
                 max_summary_tokens=max(200, settings.window // 16),
             ),
             budget_config=WindowBudgetConfig(
-                desired_output_tokens=settings.output_reserve, rag_ratio=0.3
+                desired_output_tokens=settings.output_reserve, rag_ratio=_RAG_RATIO
             ),
             keep_recent_steps=1,  # the session's longest turn reads seven files
             ledger_size=len(TURNS) * 10,
             ledger_path=settings.ledger_path,
-            # QUALITY GATE SPOT, wired in once the quality gate (`quality/`) lands: run the
-            # gate on every call here (the middleware's gate option, `on_fail="log"`), with
-            # the planted facts as required facts, and provoke one failure on purpose (a
-            # call whose docs source is turned off, so a required fact is missing). Its
-            # result lands in `CallLedger.gate`, hence in each ledger line's "gate", and the
-            # report at the end counts the failure; nothing else in the demo changes.
+            # Checked on every call; the result lands in the call's ledger ("gate" in each
+            # ledger line) and the report counts the failures. `deliberate_failure` then
+            # checks the same gate on the last request with its memory taken out.
+            quality_gate=self.gate,
+            on_gate_fail="log",
         )
         stack: list[AgentMiddleware[Any, Any, Any]] = [middleware, self._recorder]
         self._agent = create_agent(
@@ -188,6 +246,7 @@ class DemoSession:
         """Send user turn `number` (1-based); yield each model call as it completes."""
         config = {"configurable": {"thread_id": "contextkit-demo"}}
         question = HumanMessage(TURNS[number - 1].user)
+        self.gate.turn = number
         start = len(self._messages) + 1  # the question itself is appended first
         seen = self.calls[-1].ledger.call if self.calls else 0
         moves = 0
@@ -217,6 +276,26 @@ class DemoSession:
             for fact in FACTS
             if fact.turn <= self.turns
         ]
+
+    def deliberate_failure(self) -> GateFailure:
+        """The gate on the last request with its summary and retrieval block removed.
+
+        Provoked on purpose: without the recap and the retrieved notes, a fact planted
+        early (the change freeze's date) is only in the session's memory, so the gate,
+        healthy on every call, should fail on its required facts.
+        """
+        messages = [
+            m
+            for m in self._recorder.messages
+            if m.id != RETRIEVAL_ID
+            and not (isinstance(m.id, str) and m.id.startswith(RECAP_ID_PREFIX))
+        ]
+        result = self.gate.for_turn(self.turns).check(messages)
+        return GateFailure(
+            removed=("summary", "retrieval block"),
+            messages=len(messages),
+            result=result,
+        )
 
     def _learn_titles(self, messages: list[BaseMessage]) -> None:
         """Note ids and titles from the note tool's artifacts, to name notes in moves."""
