@@ -432,9 +432,10 @@ class HistoryCompactor:
         """Tokens of `messages` (no reply priming) and the message rules' state at their end.
 
         Known, without a pass over them, when they end the history this thread compacted
-        last (the same objects, as that call indexed them): the cost is a difference of the running totals kept for it, and the state
-        is the one its check ended in (None when that history broke a rule, or `messages`
-        does not start on a unit). None when they are not such a suffix.
+        last (the same objects, as that call indexed them): the cost is a difference of
+        the running totals kept for it, and the state is the one its check ended in (None
+        when that history broke a rule, or `messages` does not start on a unit). None
+        when they are not such a suffix.
         """
         if not messages:
             return 0, None
