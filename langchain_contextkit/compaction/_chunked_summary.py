@@ -105,12 +105,14 @@ def summary_requests(
         fidelity: What each summary keeps (written into the instructions).
     """
     costs = count_each(blocks, counter)  # in one batch, and once: the chunks reuse them
-    transcript = "\n".join(blocks)
-    whole = transcript if previous is None else compose_extension(previous, transcript)
-    # The joined text is counted only when its parts' sum says it may fit: a long history
-    # is far over the limit, and counting it whole would read it all once more.
+    # The joined text is built and counted only when its parts' sum says it may fit: a
+    # long history is far over the limit, and joining it would copy it all once more.
     near = sum(costs) + len(costs) + (counter(previous) if previous else 0)
-    if near <= limit * _MAY_FIT and counter(whole) <= limit:
+    whole = None
+    if near <= limit * _MAY_FIT:
+        transcript = "\n".join(blocks)
+        whole = transcript if previous is None else compose_extension(previous, transcript)
+    if whole is not None and counter(whole) <= limit:
         instruction = (
             prompts.summary_instruction(max_tokens=cap, fidelity=fidelity)
             if previous is None
