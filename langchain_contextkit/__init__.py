@@ -46,18 +46,18 @@ if TYPE_CHECKING:
         reducer_node as reducer_node,
     )
     from langchain_contextkit.agents.offload import (
-        NoteOffloadStore as NoteOffloadStore,
-    )
-    from langchain_contextkit.agents.offload import (
         OffloadConfig as OffloadConfig,
-    )
-    from langchain_contextkit.agents.offload import (
-        OffloadStore as OffloadStore,
     )
     from langchain_contextkit.agents.offload import (
         ToolResultOffloader as ToolResultOffloader,
     )
-    from langchain_contextkit.agents.offload import (
+    from langchain_contextkit.agents.offload_stores import (
+        NoteOffloadStore as NoteOffloadStore,
+    )
+    from langchain_contextkit.agents.offload_stores import (
+        OffloadStore as OffloadStore,
+    )
+    from langchain_contextkit.agents.offload_stores import (
         WorkspaceOffloadStore as WorkspaceOffloadStore,
     )
     from langchain_contextkit.budget import ContextConfig as ContextConfig
@@ -295,13 +295,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "agents.ledger_log": ("LedgerCallbackHandler", "LedgerWriter"),
     "agents.middleware": ("CompactionMiddleware", "ContextKitMiddleware"),
     "agents.nodes": ("CompactionGraphState", "compaction_node", "context_node", "reducer_node"),
-    "agents.offload": (
-        "NoteOffloadStore",
-        "OffloadConfig",
-        "OffloadStore",
-        "ToolResultOffloader",
-        "WorkspaceOffloadStore",
-    ),
+    "agents.offload": ("OffloadConfig", "ToolResultOffloader"),
+    "agents.offload_stores": ("NoteOffloadStore", "OffloadStore", "WorkspaceOffloadStore"),
     "budget": ("ContextConfig",),
     "builder.report": ("ContextReport",),
     "builder.retriever": ("BudgetedRetriever",),

@@ -40,10 +40,10 @@ from langchain_contextkit.agents.ledger import Anchor, CallLedger
 from langchain_contextkit.agents.offload import (
     OffloadConfig,
     OffloadOutcome,
-    OffloadStore,
     ToolResultOffloader,
     with_offload_tally,
 )
+from langchain_contextkit.agents.offload_stores import OffloadStore
 from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.compaction.compactor import (

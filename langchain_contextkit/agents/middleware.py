@@ -70,7 +70,8 @@ if TYPE_CHECKING:
     from langchain_core.messages import AnyMessage
     from langchain_core.runnables import Runnable
 
-    from langchain_contextkit.agents.offload import OffloadConfig, OffloadStore
+    from langchain_contextkit.agents.offload import OffloadConfig
+    from langchain_contextkit.agents.offload_stores import OffloadStore
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource

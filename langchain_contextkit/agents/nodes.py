@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
 
-    from langchain_contextkit.agents.offload import OffloadConfig, OffloadStore
+    from langchain_contextkit.agents.offload import OffloadConfig
+    from langchain_contextkit.agents.offload_stores import OffloadStore
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource

@@ -36,7 +36,7 @@ from langchain_contextkit import (
     find_message_problems,
 )
 from langchain_contextkit.agents.middleware import LEDGER_KEY
-from langchain_contextkit.agents.offload import offload_key
+from langchain_contextkit.agents.offload_stores import offload_key
 from langchain_contextkit.testing import ScriptedChatModel
 
 if TYPE_CHECKING:
