@@ -31,7 +31,7 @@ import math
 import operator
 import threading
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
@@ -278,11 +278,8 @@ class WindowAssembler:
             history,
             summary=summary,
             summarize_view=summarize_view,
-            overhead_tokens=self._overhead(budget, block, turn_view),
-            ceiling_tokens=budget.window - budget.output_reserve,
-            room_tokens=self.history_room(budget),
-            summarizer_window=budget.window,
             reuse_recaps=reuse_recaps,
+            **self._sizing(budget, block, turn_view),
         )
         assembly = self._finish(
             budget,
@@ -359,11 +356,8 @@ class WindowAssembler:
             history,
             summary=summary,
             asummarize_view=asummarize_view,
-            overhead_tokens=self._overhead(budget, block, turn_view),
-            ceiling_tokens=budget.window - budget.output_reserve,
-            room_tokens=self.history_room(budget),
-            summarizer_window=budget.window,
             reuse_recaps=reuse_recaps,
+            **self._sizing(budget, block, turn_view),
         )
         assembly = self._finish(
             budget,
@@ -378,6 +372,17 @@ class WindowAssembler:
             report=report,
         )
         return _tallied(assembly, offload)
+
+    def _sizing(
+        self, budget: WindowBudget, block: HumanMessage | None, turn: list[BaseMessage]
+    ) -> _Sizing:
+        """What the compactor is told of the window, the same for both twins."""
+        return _Sizing(
+            overhead_tokens=self._overhead(budget, block, turn),
+            ceiling_tokens=budget.window - budget.output_reserve,
+            room_tokens=self.history_room(budget),
+            summarizer_window=budget.window,
+        )
 
     @staticmethod
     def estimator_budget(
@@ -627,6 +632,15 @@ def _split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], lis
         if isinstance(messages[index], HumanMessage):
             return list(messages[:index]), list(messages[index:])
     return list(messages), []
+
+
+class _Sizing(TypedDict):
+    """`compact_view`'s window arguments, as both assembly twins pass them."""
+
+    overhead_tokens: int
+    ceiling_tokens: int
+    room_tokens: int
+    summarizer_window: int
 
 
 class _BlockFree:

@@ -18,7 +18,7 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import AnyMessage
+    from langchain_core.messages import AnyMessage, SystemMessage
     from langchain_core.runnables import Runnable
 
     from langchain_contextkit.agents.offload import OffloadConfig
@@ -644,38 +644,18 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         )
 
     def _assemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
-        request = call.request
         assembly = self.assembler.assemble(
-            request.messages,
-            system_message=request.system_message,
-            tools=request.tools,
-            model=request.model,
-            summary=call.summary,
-            call=next_call_number(call.ledgers),
+            call.request.messages,
             summarize_view=None if call.in_place is None else call.in_place.summarize,
-            budget=call.budget,
-            calibration=call.calibration,
-            shrink=shrink,
-            anchor=None if shrink else _anchor(call.ledgers),
-            reuse_recaps=not call.in_thread,
+            **_assembly_args(call, shrink),
         )
         return self._gated(call, assembly)
 
     async def _aassemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
-        request = call.request
         assembly = await self.assembler.aassemble(
-            request.messages,
-            system_message=request.system_message,
-            tools=request.tools,
-            model=request.model,
-            summary=call.summary,
-            call=next_call_number(call.ledgers),
+            call.request.messages,
             asummarize_view=None if call.in_place is None else call.in_place.asummarize,
-            budget=call.budget,
-            calibration=call.calibration,
-            shrink=shrink,
-            anchor=None if shrink else _anchor(call.ledgers),
-            reuse_recaps=not call.in_thread,
+            **_assembly_args(call, shrink),
         )
         return self._gated(call, assembly)
 
@@ -836,6 +816,37 @@ async def _adispatch(line: dict[str, Any]) -> None:
         logger.debug("no run to dispatch the call's ledger to")
     except Exception:  # a failing handler must not fail the model call
         logger.warning("a callback failed on the call's ledger event", exc_info=True)
+
+
+class _AssemblyArgs(TypedDict):
+    """What both assembly twins pass the assembler, but the summariser."""
+
+    system_message: SystemMessage | None
+    tools: Sequence[Any]
+    model: object
+    summary: RunningSummary | None
+    call: int
+    budget: WindowBudget
+    calibration: Calibration
+    shrink: int
+    anchor: Anchor | None
+    reuse_recaps: bool
+
+
+def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
+    request = call.request
+    return _AssemblyArgs(
+        system_message=request.system_message,
+        tools=request.tools,
+        model=request.model,
+        summary=call.summary,
+        call=next_call_number(call.ledgers),
+        budget=call.budget,
+        calibration=call.calibration,
+        shrink=shrink,
+        anchor=None if shrink else _anchor(call.ledgers),
+        reuse_recaps=not call.in_thread,
+    )
 
 
 def _anchor(ledgers: Sequence[Any]) -> Anchor | None:
