@@ -147,13 +147,6 @@ class HistoryIndex:
         same = all(map(operator.is_, messages, arrays.messages[start:]))
         return (arrays, start) if same else None
 
-    def suffix_cost(self, messages: Sequence[BaseMessage]) -> int | None:
-        """Tokens of `messages` when they end the history this thread indexed last."""
-        if not messages:
-            return 0
-        known = self.suffix(messages)
-        return None if known is None else known[0].cost(known[1])
-
     def arrays(self, history: Sequence[BaseMessage]) -> HistoryArrays:
         """The arrays of `history` (a list of messages without the system prefix)."""
         key = _key(history)
