@@ -372,15 +372,20 @@ def test_three_workers_serve_threads_as_one_process_would(databases, tmp_path): 
         messages = state["values"]["messages"]
         kill_checks["last_message"] = _message_row(messages[-1])
         kill_checks["ledgers"] = len(state["values"].get("contextkit_ledger") or [])
-        kill_checks["watcher_ids"] = {i.id for i in watcher.list_notes()}
         with PostgresStore.from_conn_string(databases["multi"]) as store:
+
+            def keys() -> set[str]:
+                found = store.search(NAMESPACE, limit=1000)
+                return {item.key for item in found if item.key.startswith("note_")}
+
+            # The other workers go on serving turns meanwhile: the raw keys are read
+            # before and after the two listings, so a note another worker creates
+            # between the reads is told apart from one a listing misses.
+            kill_checks["keys_before"] = keys()
+            kill_checks["watcher_ids"] = {i.id for i in watcher.list_notes()}
             fresh = StoreNoteStore(store, namespace=NAMESPACE, max_notes=None)
             kill_checks["fresh_ids"] = {i.id for i in fresh.list_notes()}
-            kill_checks["keys"] = {
-                item.key
-                for item in store.search(NAMESPACE, limit=1000)
-                if item.key.startswith("note_")
-            }
+            kill_checks["keys"] = keys()
         kill_checks["seconds"] = run.seconds
 
     with (
@@ -460,7 +465,11 @@ def test_three_workers_serve_threads_as_one_process_would(databases, tmp_path): 
     assert multi_stub.caught is not None
     assert kill_checks["last_message"][0] == "tool"  # the note's result, checkpointed
     assert note_id_for(KILLED_THREAD, KILLED_TURN, 1) in kill_checks["keys"]
-    assert kill_checks["watcher_ids"] == kill_checks["fresh_ids"] == kill_checks["keys"]
+    before, after = kill_checks["keys_before"], kill_checks["keys"]
+    if before == after:  # nothing written between the reads: all three agree exactly
+        assert kill_checks["watcher_ids"] == kill_checks["fresh_ids"] == after
+    for listed in (kill_checks["watcher_ids"], kill_checks["fresh_ids"]):
+        assert before <= listed <= after  # no note missed, none listed without its row
 
     # ... yet thread by thread, the multi-worker run sent what the single process sent.
     compared = _check_requests(threads, single_stub, multi_stub, multi_run)
