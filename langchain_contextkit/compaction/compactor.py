@@ -320,8 +320,9 @@ class HistoryCompactor:
     In an agent (`compact_view(..., room_tokens=...)`, as `ContextKitMiddleware`,
     `CompactionMiddleware` and the graph nodes call it) a compactor whose `trigger_tokens`
     was left at its default is sized by the window: it compacts when the history would
-    take more than `HIGH_WATER` (85%) of its room, down to about `LOW_WATER` (25%), with a
-    recap of at most `RECAP_SHARE` (10%) of the room. Its cuts are placed on a grid that
+    take more than `HIGH_WATER` (92%) of its room, down to about `LOW_WATER` (10%) or the
+    recap's cap when that is larger, with a recap of at most `RECAP_SHARE` (20%) of the
+    room (and never above `max_summary_tokens`). Its cuts are placed on a grid that
     only depends on the history (see `_recap_grid`), so a caller that keeps no
     checkpointer and re-sends the whole list gets the same cuts, and from this process's
     memo of recaps the same recap, as one whose checkpointer keeps the running summary.

@@ -247,8 +247,8 @@ class ExtractiveSummarizer:
     speaker's own, and a recap's ``- Role:`` lines keep their role through any number of
     re-compactions. Near-duplicates (same words ignoring case and punctuation) are kept
     once, and the best-scoring sentences of the previous summary (text composed by
-    `compose_extension`, at most two thirds of the cap while new text competes) and of
-    the new text are kept under `max_tokens`.
+    `compose_extension`) and of the new text, competing on their scores alone, are kept
+    under `max_tokens`; among equal scores the oldest and the newest stay.
 
     The recap is structured: the kept lines, as ``- Role: sentence``, go under the
     headings of `prompts` (`PromptRegistry.recap_heading`) in a fixed order: facts,
@@ -335,17 +335,21 @@ class ExtractiveSummarizer:
             dataclasses.replace(s, position=len(old) + s.position)
             for s in _sentences(body, self.prompts)
         ]
-        return self._fitted([*old, *new], len(old))
+        return self._fitted([*old, *new])
 
-    def _fitted(
-        self, sentences: list[_Sentence], n_old: int, *, trusted: bool = False
-    ) -> tuple[str, Fidelity]:
+    def _fitted(self, sentences: list[_Sentence], *, trusted: bool = False) -> tuple[str, Fidelity]:
         """The lines of the highest tier that all fit, from `fidelity` down.
 
         A lower tier is used before any line of it is dropped; the room it leaves is
         filled with the best of the configured tier's other lines, so stepping down never
         keeps less than the cap holds. `trusted`: the lines were written at `fidelity`
         already (a model's recap), so that tier keeps all of them.
+
+        An earlier recap's lines and new ones compete on their scores alone. A full
+        recap still takes in new lines of the same score (ties keep both ends of the
+        conversation, `_ranked`), but a new tool line never pushes out a user's fact
+        that an earlier recap kept: a fixed share for new lines did exactly that on noisy
+        text, one compaction after another.
         """
         sentences = _merged(sentences)
 
@@ -353,14 +357,6 @@ class ExtractiveSummarizer:
             if trusted and tier == self.fidelity:
                 return sentences
             return [s for s in sentences if _eligible(s, tier)]
-
-        def old_room(pool: list[_Sentence]) -> int:
-            # Old and new lines compete on their scores alone (a weak old line must not
-            # keep out a new fact), but while new lines compete an earlier summary keeps
-            # at most two thirds of the cap, so a full recap still takes in new facts
-            # instead of freezing at its first turns.
-            competing = any(s.position >= n_old for s in pool)
-            return self.max_tokens * 2 // 3 if competing else self.max_tokens
 
         def whole(pool: list[_Sentence]) -> bool:
             # Choosing counts each line on its own, which overstates a joined text; when
@@ -370,7 +366,7 @@ class ExtractiveSummarizer:
         configured = pool_of(self.fidelity)
         if whole(configured):
             return render_recap(configured, self.prompts), self.fidelity
-        chosen, complete = self._select(configured, n_old, old_room(configured))
+        chosen, complete = self._select(configured)
         tier: Fidelity = self.fidelity
         for lower in FIDELITIES[FIDELITIES.index(self.fidelity) + 1 :]:
             if complete:
@@ -380,13 +376,11 @@ class ExtractiveSummarizer:
             if whole(pool):
                 chosen, complete = _ranked(pool), True
             else:
-                chosen, complete = self._select(pool, n_old, old_room(pool))
-            chosen, _ = self._select(configured, n_old, old_room(configured), chosen)
+                chosen, complete = self._select(pool)
+            chosen, _ = self._select(configured, chosen)
         kept, text = self._within_cap(chosen)
         if trusted:
-            new_only = old_room(configured) < self.max_tokens
-            spare = [s for s in configured if not new_only or s.position >= n_old]
-            text = self._topped_up(kept, text, spare)
+            text = self._topped_up(kept, text, configured)
         return text, tier
 
     def _within_cap(self, chosen: list[_Sentence]) -> tuple[list[_Sentence], str]:
@@ -426,40 +420,28 @@ class ExtractiveSummarizer:
         return text
 
     def _select(
-        self,
-        sentences: list[_Sentence],
-        n_old: int,
-        old_room: int,
-        chosen: Sequence[_Sentence] = (),
+        self, sentences: list[_Sentence], chosen: Sequence[_Sentence] = ()
     ) -> tuple[list[_Sentence], bool]:
         """The best-scoring distinct sentences within the cap (best first), and whether all fit.
 
-        The first `n_old` are an earlier summary's lines, which may take `old_room` at most.
         `chosen` are kept already (they come first and count against the cap).
         """
         kept = list(chosen)
-        chosen = kept
         seen = {id(s) for s in kept}  # merged lines: one object per distinct text
         opened = {s.section for s in kept}
-        used = used_old = 0
-        for s in kept:
-            cost = self._cost(s, opened=False)
-            used += cost
-            used_old += cost if s.position < n_old else 0
+        used = sum(self._cost(s, opened=False) for s in kept)
         complete = True
         for sentence in _ranked(sentences):
             if id(sentence) in seen:
                 continue
             cost = self._cost(sentence, opened=sentence.section in opened)
-            is_old = sentence.position < n_old
-            if used + cost > self.max_tokens or (is_old and used_old + cost > old_room):
+            if used + cost > self.max_tokens:
                 complete = False
                 continue
             seen.add(id(sentence))
             opened.add(sentence.section)
             kept.append(sentence)
             used += cost
-            used_old += cost if is_old else 0
         return kept, complete
 
     def _cost(self, sentence: _Sentence, *, opened: bool) -> int:
@@ -531,7 +513,7 @@ def structured_recap(
     summarizer = ExtractiveSummarizer(
         max_tokens=max_tokens, counter=counter, prompts=registry, fidelity=fidelity
     )
-    text, tier = summarizer._fitted(items, len(items), trusted=True)  # noqa: SLF001 - this module's
+    text, tier = summarizer._fitted(items, trusted=True)  # noqa: SLF001 - this module's
     if not text:  # no whole line fits: the recap cut to the cap, not nothing
         text = truncate_to_tokens(render_recap(items, registry), max_tokens, counter)
     return text, tier

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_contextkit import HistoryCompactor
@@ -95,3 +97,88 @@ def test_the_recap_keeps_the_first_and_the_latest_facts_within_its_cap() -> None
     assert len(kept) >= 12, (sorted(kept), sorted(aged))
     assert min(aged) in kept
     assert max(aged) in kept
+
+
+def _noisy_turn(i: int) -> str:
+    """A turn whose tool prints lines that carry numbers and words (a package log)."""
+    log = "\n".join(
+        f"Setting up libfoo{i}-{k}:amd64 ({k}.{i}.2-1+b{k}) for build {i}{k}{k}42 ..."
+        for k in range(1, 7)
+    )
+    return render_transcript(
+        [
+            HumanMessage(f"Turn {i}.\nFact: the code for item-{i} is {700000 + i}."),
+            AIMessage("", tool_calls=[{"name": "read_page", "args": {"page": i}, "id": f"c{i}"}]),
+            ToolMessage(log, tool_call_id=f"c{i}", name="read_page"),
+        ]
+    )
+
+
+def test_new_tool_lines_never_push_out_a_users_fact_an_earlier_recap_kept() -> None:
+    # Re-compacting a full recap: the new turn's tool log (numbers, words) competes with
+    # the user's facts of every earlier turn on its score alone. A share of the cap set
+    # aside for new lines let the log in and dropped old facts, one compaction after
+    # another; with scores alone every user fact that fitted before still fits.
+    summarize = ExtractiveSummarizer(max_tokens=260)
+    recap = ""
+    for i in range(1, 13):
+        text = _noisy_turn(i)
+        recap = summarize(compose_extension(recap, text) if recap else text)
+    facts = [n for n in range(1, 13) if f"item-{n} is {700000 + n}." in recap]
+    assert facts == list(range(1, 13)), recap  # the cap holds the twelve; it did hold 9
+
+
+def test_a_full_recap_still_takes_in_new_facts() -> None:
+    summarize = ExtractiveSummarizer(max_tokens=120)
+    recap = ""
+    for i in range(1, 20):
+        text = render_transcript([HumanMessage(f"Fact: the code for item-{i} is {700000 + i}.")])
+        recap = summarize(compose_extension(recap, text) if recap else text)
+        assert f"item-{i} is {700000 + i}." in recap  # the newest, always
+    assert "item-1 is 700001." in recap  # and the oldest: the middle goes
+    assert "item-10 is 700010." not in recap
+
+
+_ORIGINS = ("User", "Assistant", "Tool (read_page)")
+_STATEMENT = st.tuples(st.sampled_from(_ORIGINS), st.integers(100_000, 999_999))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rounds=st.lists(st.lists(_STATEMENT, min_size=1, max_size=5), min_size=1, max_size=8),
+    cap=st.integers(60, 400),
+)
+def test_every_recap_line_keeps_its_origin_through_any_number_of_recompactions(
+    rounds: list[list[tuple[str, int]]], cap: int
+) -> None:
+    # Each statement names a distinct id; whatever the cap drops, a line that stays
+    # says who stated it, round after round, and a user's fact is never outranked by a
+    # tool's line of the same kind.
+    summarize = ExtractiveSummarizer(max_tokens=cap)
+    origin: dict[str, str] = {}
+    recap = ""
+    for r, statements in enumerate(rounds):
+        messages: list[BaseMessage] = []
+        for s, (who, code) in enumerate(statements):
+            ident = f"id-{r}x{s}"
+            origin[ident] = who
+            text = f"Record {ident} holds the value {code}."
+            if who == "User":
+                messages.append(HumanMessage(text))
+            elif who == "Assistant":
+                messages.append(AIMessage(text))
+            else:
+                call = {"name": "read_page", "args": {"page": s}, "id": f"c{r}-{s}"}
+                messages += [AIMessage("", tool_calls=[call])]
+                messages.append(ToolMessage(text, tool_call_id=f"c{r}-{s}", name="read_page"))
+        text = render_transcript(messages)
+        recap = summarize(compose_extension(recap, text) if recap else text)
+        kept = {}
+        for line in recap.splitlines():
+            for ident, who in origin.items():
+                if f"Record {ident} " in line:
+                    assert line.startswith(f"- {who}: Record {ident} "), (line, recap)
+                    kept[ident] = who
+        if any(who.startswith("Tool") for who in kept.values()):
+            dropped_users = [i for i, w in origin.items() if w == "User" and i not in kept]
+            assert not dropped_users, recap
