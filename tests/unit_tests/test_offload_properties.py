@@ -128,4 +128,9 @@ def _lines(text: str) -> list[str]:
 
 
 def _printed(text: str) -> str:
-    return text.rstrip("\n")
+    """Lines as the terminal reports them: final line ends off, NUL shown as U+2400.
+
+    The one change the terminal makes to what a command prints (`tools.terminal._report`):
+    stores and provider APIs reject NUL inside text.
+    """
+    return text.rstrip("\n").replace("\0", "\u2400")
