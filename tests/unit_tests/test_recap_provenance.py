@@ -182,3 +182,25 @@ def test_every_recap_line_keeps_its_origin_through_any_number_of_recompactions(
         if any(who.startswith("Tool") for who in kept.values()):
             dropped_users = [i for i, w in origin.items() if w == "User" and i not in kept]
             assert not dropped_users, recap
+
+
+def test_an_assistants_decision_enters_a_recap_full_of_user_facts() -> None:
+    # The user's facts, the decisions reached and the assistant's conclusions rank
+    # together: a full recap takes in the newest decision (ties keep both ends), while
+    # the assistant's chatter and a tool's log stay out.
+    summarize = ExtractiveSummarizer(max_tokens=150)
+    recap = ""
+    for i in range(1, 13):
+        text = render_transcript([HumanMessage(f"Fact: the code for item-{i} is {700000 + i}.")])
+        recap = summarize(compose_extension(recap, text) if recap else text)
+    last = render_transcript(
+        [
+            HumanMessage("What now?"),
+            AIMessage("We decided to refund order 4471 in full."),
+            AIMessage("I will look at a few more pages for you as well."),
+        ]
+    )
+    recap = summarize(compose_extension(recap, last))
+    assert "- Assistant: We decided to refund order 4471 in full." in recap
+    assert "a few more pages" not in recap
+    assert "item-1 is 700001." in recap

@@ -444,10 +444,11 @@ def test_a_small_cap_asks_for_the_users_items_without_their_origin(
 
 
 def test_an_item_naming_no_origin_ranks_as_the_users() -> None:
-    # Four of the user's facts without an origin, four of the assistant's conclusions: a
-    # cap for about four keeps the user's, written as the model wrote them.
+    # Four of the user's facts without an origin, four of the assistant's lookups (a
+    # decision it reached would rank with the user's): a cap for about four keeps the
+    # user's, written as the model wrote them.
     users = [f"- Fact: the code for item-{i} is {700000 + i}." for i in range(4)]
-    mine = [f"- Assistant: We decided item-{i} gets code {800000 + i}." for i in range(4)]
+    mine = [f"- Assistant: I looked up item-{i}, code {800000 + i}." for i in range(4)]
     reply = "Facts:\n" + "\n".join([*mine, *users])
     cap = count_tokens("Facts:\n" + "\n".join(users)) + 2
     text, _ = structured_recap(reply, max_tokens=cap) or ("", "")
