@@ -25,6 +25,7 @@ import json
 import re
 import sys
 import sysconfig
+import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -171,6 +172,48 @@ _ROFF_FONT_MACROS = {"B", "I", "BR", "BI", "IB", "RB", "IR", "RI", "SM", "SB", "
 _ROFF_CONDITION = re.compile(r"^[.'](?:if|ie)\s+\S+\s+(.*)$|^[.']el\s+(.*)$")
 
 
+# groff's accented letters (`\(:u` is ü, `\('e` is é) and Unicode glyphs (`\[u00FC]`,
+# `\[u0075_0308]`): German, French, Polish... man pages write most of their letters so.
+_ROFF_ACCENTS = {
+    ":": "\u0308",
+    "'": "\u0301",
+    "`": "\u0300",
+    "^": "\u0302",
+    "~": "\u0303",
+    ",": "\u0327",
+    "v": "\u030c",
+    "o": "\u030a",
+}
+_ROFF_LETTERS = {
+    "ss": "ß",
+    "ae": "æ",
+    "AE": "Æ",
+    "oe": "œ",
+    "OE": "Œ",
+    "/o": "ø",
+    "/O": "Ø",
+    "/l": "ł",
+    "/L": "Ł",
+    "-D": "Đ",
+    "Sd": "ð",
+    "TP": "Þ",
+    "Tp": "þ",
+}
+
+
+def _roff_glyph(name: str) -> str:
+    """The character a named roff glyph stands for ("" for one this corpus does not know)."""
+    if name in _ROFF_GLYPHS:
+        return _ROFF_GLYPHS[name]
+    if name in _ROFF_LETTERS:
+        return _ROFF_LETTERS[name]
+    if len(name) == 2 and name[0] in _ROFF_ACCENTS and name[1].isalpha():
+        return unicodedata.normalize("NFC", name[1] + _ROFF_ACCENTS[name[0]])
+    if re.fullmatch(r"u[0-9A-F]{4,6}(?:_[0-9A-F]{4,6})*", name):
+        return unicodedata.normalize("NFC", "".join(chr(int(h, 16)) for h in name[1:].split("_")))
+    return ""
+
+
 def _roff_escape(match: re.Match[str]) -> str:
     kind, long_name, short_name, tail, glyph_short, glyph_long, char = match.groups()
     if kind == "*":  # an interpolated string: the few that stand for a character
@@ -178,7 +221,7 @@ def _roff_escape(match: re.Match[str]) -> str:
     if kind:  # font, size or register: invisible
         return ""
     if glyph_short or glyph_long:
-        return _ROFF_GLYPHS.get(glyph_short or glyph_long, "")
+        return _roff_glyph(glyph_short or glyph_long)
     if char is None or char in _ROFF_SILENT:  # a comment or a zero-width escape
         return ""
     return _ROFF_SIMPLE.get(char, char)  # \- \. \' and the like stand for themselves

@@ -82,6 +82,10 @@ _MARKUP_LINE = re.compile(r"^\s*(?:\.\s*[A-Za-z\\]{1,4}\b|\.\\\"|'\\\")")
 _NOISE_TOKEN = re.compile(
     r"[/\\]"  # paths and URLs: a location, not a statement
     r"|^v?\d+(?:\.\d+){2,}$"  # version strings: 3.11.7
+    r"|^v?\d+(?:\.\d+)+[-+~]\w[\w.+~]*$"  # a package's version and revision: 1.15-1
+    r"|^[\w.+-]+:(?:amd64|arm64|armhf|armel|i386|ppc64el|s390x|riscv64|all)$"  # pkg:arch
+    r"|^deb\d+u\d+$"  # a Debian point-release tag: deb12u6
+    r"|\.so(?:\.\d+)*$"  # a shared library's file name: libdummy.so.1
     r"|^[A-Za-z][\w-]*\.[a-z]{1,4}$"  # file names: menu.vim, ls.1
     r"|^[a-z]+\d+$"  # a word glued to its version: vim90, utf8
     r"|^[^\W\d_]+(?:[-.][^\W\d_]+)+\.?$"  # hyphenated or dotted words: block-size, z.B.

@@ -50,7 +50,15 @@ def test_a_tools_further_lines_stay_the_tools_own() -> None:
 def test_markup_paths_options_and_versions_are_not_facts() -> None:
     assert salient_facts("\\fI2\\fR") == ["2"]
     assert salient_facts(".TH LS 1 2024-01-02") == []
-    assert salient_facts("see vim90/menu.vim and libdconf1 0.40.0-4") == ["0.40.0-4"]
+    assert salient_facts("see vim90/menu.vim and libdconf1 0.40.0-4") == []
+    # A package log's versions, architectures and library names; its timestamps stay.
+    assert salient_facts("Setting up libglib2.0-0:amd64 (2.74.6-2+deb12u6) ...") == []
+    assert salient_facts("Setting up libxcb-render0:amd64 (1.15-1) ...") == []
+    assert salient_facts("libdummy.so.1 libdummy1 #MINVER#") == []
+    assert salient_facts("2026-10-16 23:03:59 status installed ninja-build:amd64 1.11.1-2") == [
+        "2026-10-16",
+        "23:03:59",
+    ]
     assert salient_facts("--block-size=Größe und z.B. UNKNOWN") == []
     assert salient_facts("Invoice INV-88213 of $1,250.50 is due 2024-03-05.") == [
         "INV-88213",
