@@ -745,12 +745,12 @@ def _score(sentence: str, label: str) -> int:
         # What the user states is the conversation's ground truth and cannot be fetched
         # again: it outranks everything a tool printed, which usually can be.
         if score:
-            return score + _STATED
+            return score + _STATED_WEIGHT
         return 1 if _has_words(clean) else 0
     if label == "Assistant" and is_decided(clean):
         # A decision or conclusion the conversation reached ranks with the user's facts:
         # in a full recap, one does not shut out the other (equal scores keep both ends).
-        return score + _STATED
+        return score + _STATED_WEIGHT
     if not has_name and not _has_words(clean):
         return 0  # a bare number from a tool's output ("2", "\\fI3\\fR"): not a statement
     if label.startswith("Tool"):
@@ -779,7 +779,7 @@ def _fact_weight(sentence: str) -> tuple[int, bool]:
 _MINOR_NUMBER = 2
 """Numbers of at most this many characters weigh little: "0", "2", "10"."""
 
-_STATED = 5
+_STATED_WEIGHT = 5
 """What a user's statement, or a decision the conversation reached, weighs on top."""
 
 
