@@ -9,17 +9,15 @@ same on every call and every worker. The policy that decides what to offload is
 """
 
 # String paths throughout, as os.path.realpath returns them:
-# ruff: noqa: PTH103, PTH105, PTH108, PTH112, PTH117, PTH118, PTH206
+# ruff: noqa: PTH103, PTH112, PTH117, PTH118, PTH206
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import re
-import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -27,6 +25,7 @@ from langchain_core.runnables.config import run_in_executor
 
 from langchain_contextkit._validate import check_count
 from langchain_contextkit.errors import ConfigError, NoteError, NoteNotFoundError
+from langchain_contextkit.notes._fsio import read_bytes, write_atomic
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -370,25 +369,8 @@ class WorkspaceOffloadStore:
         data = text.encode("utf-8")
         directory = self._directory()
         name = f"{_check_key(key)}.txt"
-        target = os.path.join(directory, name)
-        if _read_bytes(target) == data:
-            return
-        tmp = os.path.join(directory, f".tmp-{secrets.token_hex(8)}")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)  # over a symlink: replaces the link, not its target
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        if read_bytes(directory, name) != data:
+            write_atomic(directory, name, data)  # over a symlink: replaces the link itself
 
     async def asave(self, key: str, text: str) -> None:
         """Async `save` (in an executor: file I/O)."""
@@ -413,12 +395,3 @@ class WorkspaceOffloadStore:
         """A command that names the offload folder."""
         command = args.get("command")
         return isinstance(command, str) and self.folder.replace(os.sep, "/") in command
-
-
-def _read_bytes(path: str) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as file:
-        return file.read()

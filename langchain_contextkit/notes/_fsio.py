@@ -1,4 +1,4 @@
-"""Descriptor-level file I/O for `FileNoteStore`: atomic replace, fsync, stamps, no symlinks.
+"""Descriptor-level file I/O for `FileNoteStore` and `WorkspaceOffloadStore`: atomic, no symlinks.
 
 Every write goes to a temporary file, is fsynced, then renamed over the old one (and the
 folder fsynced), so a crash leaves the old version or the new one. Files are opened with
