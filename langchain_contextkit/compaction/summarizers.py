@@ -538,9 +538,7 @@ def _section_items(lines: list[str], registry: PromptRegistry) -> list[_Sentence
         label, text = _recap_item(line)
         if not text or normalised(text) in _EMPTY_ITEMS:
             continue
-        # An item naming no origin is the user's (what a small cap's instruction asks).
-        score = max(1, _score(text, label or "User"))
-        items.append(_Sentence(len(items), label, text, score, section))
+        items.append(_Sentence(len(items), label, text, _item_score(text, label, section), section))
     return items
 
 
@@ -691,10 +689,18 @@ def _previous_sentences(lines: list[str], prompts: PromptRegistry) -> list[_Sent
         if not text:
             continue
         where = section or recap_section(text, speaker=label)
-        # Already chosen once: keep any such line over nothing (score at least 1).
-        score = max(1, _score(text, label or "Note"))
-        out.append(_Sentence(len(out), label, text, score, where))
+        out.append(_Sentence(len(out), label, text, _item_score(text, label, section), where))
     return out
+
+
+def _item_score(text: str, label: str | None, section: RecapSection | None) -> int:
+    """The score of a recap's item, a model's reply or an earlier recap read back.
+
+    Already chosen once: any such line is kept over nothing (at least 1). An item naming
+    no origin under a section heading is the user's (what a small cap's instruction asks
+    for); a line of a flat or prose recap is a note.
+    """
+    return max(1, _score(text, label or ("User" if section else "Note")))
 
 
 def _sentences(text: str, prompts: PromptRegistry) -> list[_Sentence]:

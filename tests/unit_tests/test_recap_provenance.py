@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_contextkit import HistoryCompactor
+from langchain_contextkit import HistoryCompactor, count_tokens
 from langchain_contextkit.compaction.facts import salient_facts
 from langchain_contextkit.compaction.summarizers import (
     ExtractiveSummarizer,
@@ -212,3 +212,15 @@ def test_an_assistants_decision_enters_a_recap_full_of_user_facts() -> None:
     assert "- Assistant: We decided to refund order 4471 in full." in recap
     assert "a few more pages" not in recap
     assert "item-1 is 700001." in recap
+
+
+def test_a_terse_model_recaps_items_stay_the_users_when_extended_extractively() -> None:
+    # Below a small cap the model is asked to leave "User:" off the user's items. When
+    # the next compaction extends that recap extractively, those items are still the
+    # user's facts: the pasted lines of a new user turn do not outrank them.
+    facts = [f"- Fact: the code for item-{i} is {700000 + i}." for i in range(8)]
+    terse = "Facts:\n" + "\n".join(facts)
+    pasted = "\n".join(f"Mit LZMA2 ist pb={k} oder lc={k} gut (2^{k}={2**k})." for k in range(1, 7))
+    summarize = ExtractiveSummarizer(max_tokens=count_tokens(terse) + 30)
+    recap = summarize(compose_extension(terse, render_transcript([HumanMessage(pasted)])))
+    assert recap.splitlines()[1:9] == facts, recap
