@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import gzip
 import itertools
-import json
 import os
 import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _offload_pointer import POINTER, pointer_call
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 SIZE = 60_000
 WINDOW = 8_000
 MAX_OUTPUT = 500
-POINTER = "[offloaded:"
 
 
 def _noisy_text() -> str:
@@ -74,15 +73,6 @@ def fetch(page: str) -> str:
     return BIG if page == "big" else SMALL
 
 
-def _pointer(text: str) -> tuple[str, dict[str, Any]]:
-    """The reader tool and its exact arguments, parsed from a preview's pointer line."""
-    line = next(line for line in text.split("\n") if line.startswith(POINTER))
-    name = line.split("Read the rest with the ", 1)[1].split(" tool: ", 1)[0]
-    start = line.index("{", line.index(" tool: "))
-    args, _ = json.JSONDecoder().raw_decode(line, start)
-    return name, args
-
-
 def _script(*, parallel: bool = False, turns: int = 1) -> Callable[[list[BaseMessage]], AIMessage]:
     """Turn n: fetch the big page (and, in parallel, the small one), then follow the pointer."""
 
@@ -94,7 +84,7 @@ def _script(*, parallel: bool = False, turns: int = 1) -> Callable[[list[BaseMes
                 preview = next(
                     m.text for m in messages if isinstance(m, ToolMessage) and POINTER in m.text
                 )
-                name, args = _pointer(preview)
+                name, args = pointer_call(preview)
                 return AIMessage("", tool_calls=[{"name": name, "args": args, "id": "read-2"}])
             calls = [{"name": "fetch", "args": {"page": "big"}, "id": "fetch-1"}]
             if parallel:
@@ -104,7 +94,7 @@ def _script(*, parallel: bool = False, turns: int = 1) -> Callable[[list[BaseMes
             preview = next(
                 m.text for m in messages if isinstance(m, ToolMessage) and POINTER in m.text
             )
-            name, args = _pointer(preview)
+            name, args = pointer_call(preview)
             return AIMessage("", tool_calls=[{"name": name, "args": args, "id": "read-1"}])
         return AIMessage("Done.")
 
@@ -162,7 +152,7 @@ def _check_workspace_run(root: Path, model: ScriptedChatModel, state: dict[str, 
     stored = _tool_message(state["messages"], "fetch-1")
     assert stored.content == BIG
     # The model followed the pointer with the real terminal and got the stored lines.
-    name, args = _pointer(shown)
+    name, args = pointer_call(shown)
     assert name == "terminal"
     read = _tool_message(model.requests[2], "read-1")
     assert read.text == _expected_page(args)
@@ -213,7 +203,7 @@ def _check_note_run(
     shown = _tool_message(model.requests[1], "fetch-1").text
     assert POINTER in shown
     assert len(shown) < SIZE // 10
-    name, args = _pointer(shown)
+    name, args = pointer_call(shown)
     assert name == "note"
     assert args["action"] == "read"
     offload = NoteOffloadStore(notes, page_chars=page_chars)
@@ -237,7 +227,7 @@ def test_note_offload_agent_parts(tmp_path: Path) -> None:
     state = agent.invoke({"messages": [HumanMessage("Fetch the big page and read on.")]})
     _check_note_run(notes, model, state)
     assert len(notes.list_notes()) == 8
-    _, args = _pointer(_tool_message(model.requests[1], "fetch-1").text)
+    _, args = pointer_call(_tool_message(model.requests[1], "fetch-1").text)
     assert args["note_id"].endswith("_8000c_p1")  # the part holding the first hidden line
 
 
@@ -308,7 +298,7 @@ def test_stateless_caller_gets_the_checkpointed_request(tmp_path: Path) -> None:
     assert len(set(previews)) == 1  # byte-identical on every later call
     assert POINTER in previews[0]
     # The second turn followed the pointer and read the stored lines.
-    _, args = _pointer(previews[0])
+    _, args = pointer_call(previews[0])
     assert _tool_message(model.requests[3], "read-2").text == _expected_page(args)
 
 
@@ -543,7 +533,7 @@ def _stub_script() -> Callable[[str, list[dict[str, Any]]], Any]:
             return Reply(tool_calls=(ToolCall("fetch", {"page": "big"}, f"fetch-{next(ids)}"),))
         text = content_text(last.get("content"))
         if last.get("role") == "tool" and POINTER in text:
-            name, args = _pointer(text)
+            name, args = pointer_call(text)
             return Reply(tool_calls=(ToolCall(name, args, f"read-{next(ids)}"),))
         return Reply(text="Done.")
 

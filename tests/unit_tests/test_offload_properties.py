@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from _offload_pointer import pointer_call, pointer_line
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
@@ -24,7 +24,6 @@ from langchain_contextkit import (
 )
 from langchain_contextkit.agents.offload_stores import offload_key
 
-POINTER = "[offloaded:"
 ROOM = 1_000  # the trajectory budget; with the config below the threshold is 60 tokens
 
 # Any Unicode but surrogates (a str holding one cannot be stored as UTF-8), CR and tabs
@@ -53,20 +52,12 @@ def _request(text: str) -> list[Any]:
     ]
 
 
-def _pointer(shown: str) -> tuple[str, dict[str, Any]]:
-    line = next(line for line in shown.split("\n") if line.startswith(POINTER))
-    name = line.split("Read the rest with the ", 1)[1].split(" tool: ", 1)[0]
-    args, _ = json.JSONDecoder().raw_decode(line, line.index("{", line.index(" tool: ")))
-    return name, args
-
-
 def _offloaded(store: Any, text: str, tool: Any) -> str:
     config = OffloadConfig(store=store, share=0.01, min_tokens=60, preview_tokens=40)
     outcome = ToolResultOffloader(config).offload(_request(text), room=ROOM, tools=[tool])
     assert outcome.count == 1
     shown = outcome.messages[1].text
-    line = next(line for line in shown.split("\n") if line.startswith(POINTER))
-    head, tail = shown.split(line, 1)
+    head, tail = shown.split(pointer_line(shown), 1)
     # What is shown is the text's own head and tail around the pointer line.
     assert text.startswith(head.removesuffix("\n"))
     assert text.endswith(tail.removeprefix("\n"))
@@ -82,7 +73,7 @@ def test_a_note_offloaded_result_reads_back_byte_exact_through_the_note_tool(
     store = NoteOffloadStore(notes, page_chars=page_chars)
     tool = NoteTool(store=notes)
     shown = _offloaded(store, text, tool)
-    name, args = _pointer(shown)
+    name, args = pointer_call(shown)
     assert name == tool.name
     # The pointer's read works as the model would send it; every part, read the same way
     # and joined in order, is the result byte for byte.
@@ -109,7 +100,7 @@ def test_a_workspace_offloaded_result_is_stored_byte_exact_and_the_pointer_reads
         shown = _offloaded(store, text, terminal)
         key = offload_key(_request(text)[1], text)
         assert Path(store.path(key)).read_bytes() == text.encode("utf-8")
-        name, args = _pointer(shown)
+        name, args = pointer_call(shown)
         assert name == terminal.name
         # tail -n +A | head -n K: the lines A .. A+K-1 as `tail` and `head` count them.
         words = args["command"].split()
