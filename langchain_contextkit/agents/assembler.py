@@ -38,12 +38,14 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_contextkit._async import run_sync
 from langchain_contextkit.agents.ledger import Anchor, CallLedger
 from langchain_contextkit.agents.offload import (
+    STORE_OFFLOAD_MIN_TOKENS,
     OffloadConfig,
     OffloadOutcome,
     ToolResultOffloader,
     with_offload_tally,
 )
 from langchain_contextkit.agents.offload_stores import OffloadStore
+from langchain_contextkit.agents.turn_fit import CutTurn, ResultCutter
 from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.compaction.compactor import (
@@ -72,14 +74,19 @@ from langchain_contextkit.tokens import (
 from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Callable, Sequence
+    from typing import TypeAlias
 
     from langchain_contextkit.builder.report import ContextReport
     from langchain_contextkit.calibration import Calibration
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
 
+    _Cut: TypeAlias = Callable[[list[BaseMessage], int | None], Awaitable[CutTurn | None]]
+    """`ResultCutter.acut`'s shape; a target of None cuts every result to its marker."""
+
 __all__ = [
+    "OUTPUT_RESERVE_FLOOR",
     "RETRIEVAL_ID",
     "WindowAssembler",
     "WindowAssembly",
@@ -90,6 +97,18 @@ RETRIEVAL_ID = "contextkit-retrieval"
 _ID = operator.attrgetter("id")
 
 _REPLY_PRIMING = 3
+
+OUTPUT_RESERVE_FLOOR = 256
+"""The output reserve shrinks to this (or stays below it if it was) before a request is
+refused: room for a tool call or a short answer. When the model's own `max_tokens` is
+larger, the middleware lowers it for that call, so the provider does not refuse the
+request for the prompt plus the completion it asked for."""
+
+_RECAP_MESSAGE = 16
+"""Tokens a recap message adds to its text (heading and message overhead), generously."""
+
+_STORES_KEPT = 8
+"""Stores (and their offloaders and cutters) an assembler remembers across calls."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +220,9 @@ class WindowAssembler:
         self.counter = self.compactor.token_counter
         self.offloader = _offloader_for(offload, self.counter)
         self._block_free = _BlockFree()
+        self._lock = threading.Lock()
+        self._store_offloaders: dict[int, tuple[OffloadStore, ToolResultOffloader]] = {}
+        self._cutters: dict[int, ResultCutter] = {}
         self.builder = (
             ContextBuilder(
                 context_config or _config_for(self.sources),
@@ -259,41 +281,28 @@ class WindowAssembler:
         shrink: int = 0,
         anchor: Anchor | None = None,
         reuse_recaps: bool = True,
+        store: OffloadStore | None = None,
     ) -> WindowAssembly:
         """Lay out one model call (sync). See `aassemble`."""
-        if budget is None:
-            budget = self.budget_for(model=model, system_message=system_message, tools=tools)
-        real = budget
-        budget = self.estimator_budget(real, calibration, shrink)
-        view = self._block_free.without_blocks(messages)
-        offload = None
-        if self.offloader is not None:
-            offload = self.offloader.offload(view, room=self.history_room(real), tools=tools)
-            view = offload.messages
-        history, turn = _split_turn(view)
-        report = self._block(turn, budget)
-        block = _block_message(report)
-        turn_view, reduced = self._fit_turn(turn, budget, block)
+        start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
+        offloader = self._offloader_with(store)
+        if offloader is not None:
+            start.offload = offloader.offload(start.view, room=start.room, tools=tools)
+            start.view = start.offload.messages
+        history, turn = _split_turn(start.view)
+        report = self._block(turn, start.budget)
+        cutter = self._cutter(store)
+        fit = self._fit_as_is(history, summary, turn, start, report)
+        if fit is None:
+            fit = run_sync(self._fit(history, summary, turn, start, report, _sync_cut(cutter)))
         compaction = self.compactor.compact_view(
             history,
             summary=summary,
             summarize_view=summarize_view,
             reuse_recaps=reuse_recaps,
-            **self._sizing(budget, block, turn_view),
+            **self._sizing(fit.budget, fit.block, fit.turn),
         )
-        assembly = self._finish(
-            budget,
-            compaction,
-            block,
-            turn_view,
-            reduced=reduced,
-            call=call,
-            real=real,
-            calibration=calibration,
-            anchor=anchor,
-            report=report,
-        )
-        return _tallied(assembly, offload)
+        return self._done(compaction, fit, start, call=call, anchor=anchor)
 
     async def aassemble(
         self,
@@ -310,8 +319,16 @@ class WindowAssembler:
         shrink: int = 0,
         anchor: Anchor | None = None,
         reuse_recaps: bool = True,
+        store: OffloadStore | None = None,
     ) -> WindowAssembly:
         """Lay out one model call: the messages to send after the system message.
+
+        What does not fit gives way in this order, and nothing else is refused: the
+        recap's share is held only when there is a history to recap; the current turn's
+        tool loop is reduced (`reduce_agent`); its largest tool results are cut to head +
+        tail with a marker (saved whole to `store` first, when there is one); the
+        retrieval block is left out; the output reserve shrinks to
+        `OUTPUT_RESERVE_FLOOR`.
 
         Args:
             messages: The conversation as stored (system prompt not included).
@@ -333,45 +350,115 @@ class WindowAssembler:
                 new is estimated (the ledger's figure, not the budget's).
             reuse_recaps: Let a recap the compactor remembers stand in for a new one
                 (`HistoryCompactor.compact_view`); False for a checkpointed thread.
+            store: Where tool results go when `offload=` gave no store (the middleware
+                passes the agent's LangGraph store): results over `STORE_OFFLOAD_MIN_TOKENS`
+                (or a tenth of the trajectory budget) are offloaded to it, and a result
+                cut to fit is saved to it.
 
         Raises:
-            ContextWindowExceeded: When the fixed parts and the current question alone do
-                not fit the window minus the output reserve.
+            ContextWindowExceeded: Only when the system prompt, the tool schemas, the
+                user's last message and the output reserve's floor alone exceed the
+                window; the message names each part and its size.
         """
-        if budget is None:
-            budget = self.budget_for(model=model, system_message=system_message, tools=tools)
-        real = budget
-        budget = self.estimator_budget(real, calibration, shrink)
-        view = self._block_free.without_blocks(messages)
-        offload = None
-        if self.offloader is not None:
-            room = self.history_room(real)
-            offload = await self.offloader.aoffload(view, room=room, tools=tools)
-            view = offload.messages
-        history, turn = _split_turn(view)
-        report = await self._ablock(turn, budget)
-        block = _block_message(report)
-        turn_view, reduced = await self._afit_turn(turn, budget, block)
+        start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
+        offloader = self._offloader_with(store)
+        if offloader is not None:
+            start.offload = await offloader.aoffload(start.view, room=start.room, tools=tools)
+            start.view = start.offload.messages
+        history, turn = _split_turn(start.view)
+        report = await self._ablock(turn, start.budget)
+        cutter = self._cutter(store)
+        fit = self._fit_as_is(history, summary, turn, start, report)
+        if fit is None:
+            fit = await self._fit(history, summary, turn, start, report, cutter.acut)
         compaction = await self.compactor.acompact_view(
             history,
             summary=summary,
             asummarize_view=asummarize_view,
             reuse_recaps=reuse_recaps,
-            **self._sizing(budget, block, turn_view),
+            **self._sizing(fit.budget, fit.block, fit.turn),
         )
-        assembly = self._finish(
-            budget,
-            compaction,
-            block,
-            turn_view,
-            reduced=reduced,
-            call=call,
-            real=real,
+        return self._done(compaction, fit, start, call=call, anchor=anchor)
+
+    def _start(  # noqa: PLR0917 - assemble's own arguments, passed through
+        self,
+        messages: Sequence[BaseMessage],
+        system_message: SystemMessage | None,
+        tools: Sequence[Any],
+        model: object,
+        budget: WindowBudget | None,
+        calibration: Calibration | None,
+        shrink: int,
+    ) -> _Start:
+        """The call's ledger (real and in the counter's tokens) and the block-free view."""
+        if budget is None:
+            budget = self.budget_for(model=model, system_message=system_message, tools=tools)
+        return _Start(
+            real=budget,
+            budget=self.estimator_budget(budget, calibration, shrink),
             calibration=calibration,
-            anchor=anchor,
-            report=report,
+            shrink=shrink,
+            view=self._block_free.without_blocks(messages),
+            room=self.history_room(budget),
         )
-        return _tallied(assembly, offload)
+
+    def _offloader_with(self, store: OffloadStore | None) -> ToolResultOffloader | None:
+        """The configured offloader, else one over the call's store (large results only)."""
+        if self.offloader is not None or store is None:
+            return self.offloader
+        with self._lock:
+            known = self._store_offloaders.get(id(store))
+            if known is None or known[0] is not store:
+                offloader = ToolResultOffloader(
+                    OffloadConfig(
+                        store=store, min_tokens=STORE_OFFLOAD_MIN_TOKENS, require_reader=False
+                    ),
+                    token_counter=self.counter,
+                )
+                known = (store, offloader)
+                self._store_offloaders[id(store)] = known
+                while len(self._store_offloaders) > _STORES_KEPT:
+                    self._store_offloaders.pop(next(iter(self._store_offloaders)))
+            return known[1]
+
+    def _cutter(self, store: OffloadStore | None) -> ResultCutter:
+        """The result cutter, saving to the offload store (configured or the call's)."""
+        target = self.offloader.config.store if self.offloader is not None else store
+        with self._lock:
+            cutter = self._cutters.get(id(target))
+            if cutter is None or cutter.store is not target:
+                cutter = ResultCutter(self.counter, target)
+                self._cutters[id(target)] = cutter
+                while len(self._cutters) > _STORES_KEPT:
+                    self._cutters.pop(next(iter(self._cutters)))
+            return cutter
+
+    def _done(
+        self,
+        compaction: CompactionResult,
+        fit: _Fit,
+        start: _Start,
+        *,
+        call: int,
+        anchor: Anchor | None,
+    ) -> WindowAssembly:
+        assembly = self._finish(
+            fit.budget,
+            compaction,
+            fit.block,
+            fit.turn,
+            reduced=fit.reduced,
+            call=call,
+            real=fit.real,
+            calibration=start.calibration,
+            anchor=anchor,
+            report=fit.report,
+        )
+        assembly = _tallied(assembly, start.offload)
+        if fit.cut is not None and fit.cut.cut:
+            ledger = replace(assembly.ledger, cut=fit.cut.cut, cut_tokens=fit.cut.cut_tokens)
+            assembly = replace(assembly, ledger=ledger)
+        return assembly
 
     def _sizing(
         self, budget: WindowBudget, block: HumanMessage | None, turn: list[BaseMessage]
@@ -424,12 +511,6 @@ class WindowAssembler:
         block_tokens = _message_tokens([block], self.counter)
         return budget.window - budget.output_reserve - budget.fixed - block_tokens - _REPLY_PRIMING
 
-    def _needs_reduction(self, turn: list[BaseMessage], room: int) -> bool:
-        # Leave the history room for a recap: the turn may take what the recap does not.
-        return self.reduce_trajectory and _message_tokens(
-            turn, self.counter
-        ) > room - self._recap_room(room)
-
     def _recap_room(self, room: int) -> int:
         """Room kept for the history's recap: a full one, but at most a quarter of `room`."""
         cap = self.compactor.max_summary_tokens
@@ -437,32 +518,143 @@ class WindowAssembler:
             cap = self.compactor.marks(max(1, room)).recap
         return min(cap + 16, room // 4)
 
-    def _fit_turn(
-        self, turn: list[BaseMessage], budget: WindowBudget, block: HumanMessage | None
-    ) -> tuple[list[BaseMessage], bool]:
-        room = self._turn_room(budget, block)
-        if not self._needs_reduction(turn, room):
-            return turn, False
-        reduced = run_sync(self._reduce(turn, room))
-        return reduced, True
+    def _history_need(
+        self, history: Sequence[BaseMessage], summary: RunningSummary | None, room: int
+    ) -> int:
+        """The least the history must keep beside the turn: nothing when there is none.
 
-    async def _afit_turn(
-        self, turn: list[BaseMessage], budget: WindowBudget, block: HumanMessage | None
-    ) -> tuple[list[BaseMessage], bool]:
-        room = self._turn_room(budget, block)
-        if not self._needs_reduction(turn, room):
-            return turn, False
-        return await self._reduce(turn, room), True
+        A history is compacted to its recap at worst, and a short one needs no more
+        than itself, so the recap's share is lent to the turn whenever it is idle.
+        """
+        if not history and summary is None:
+            return 0
+        own = _message_tokens(history, self.counter)
+        if summary is not None:
+            own += self.counter(summary.text) + _RECAP_MESSAGE
+        return min(own, self._recap_room(room))
 
-    async def _reduce(self, turn: list[BaseMessage], room: int) -> list[BaseMessage]:
-        target = max(0, room - self._recap_room(room)) + _REPLY_PRIMING
-        return await reduce_agent(
-            turn,
-            target,
-            counter=self.counter,
-            keep_recent_steps=self.keep_recent_steps,
-            prompts=self.compactor.prompts,
+    def _fit_as_is(
+        self,
+        history: Sequence[BaseMessage],
+        summary: RunningSummary | None,
+        turn: list[BaseMessage],
+        start: _Start,
+        report: ContextReport | None,
+    ) -> _Fit | None:
+        """The common case: the turn fits beside a full recap share (None otherwise)."""
+        block = _block_message(report)
+        room = self._turn_room(start.budget, block)
+        tokens = _message_tokens(turn, self.counter)
+        if tokens <= room - self._recap_room(room) or (
+            not self.reduce_trajectory
+            and tokens <= room - self._history_need(history, summary, room)
+        ):
+            return _Fit(
+                turn,
+                reduced=False,
+                block=block,
+                report=report,
+                budget=start.budget,
+                real=start.real,
+            )
+        return None
+
+    async def _fit(  # noqa: PLR0917 - the call's parts, in layout order
+        self,
+        history: Sequence[BaseMessage],
+        summary: RunningSummary | None,
+        turn: list[BaseMessage],
+        start: _Start,
+        report: ContextReport | None,
+        cut: _Cut,
+    ) -> _Fit:
+        """Fit a turn that outgrew its share: see `aassemble` for what gives way, in order."""
+        stages = [(start.real, report)]
+        if report is not None:
+            stages.append((start.real, None))
+        floor = min(start.real.output_reserve, OUTPUT_RESERVE_FLOOR)
+        if floor < start.real.output_reserve:
+            stages.append((replace(start.real, output_reserve=floor), None))
+        for real, stage_report in stages:
+            budget = self.estimator_budget(real, start.calibration, start.shrink)
+            block = _block_message(stage_report)
+            room = self._turn_room(budget, block)
+            target = room - self._history_need(history, summary, room)
+            fitted = await self._fit_within(turn, target, cut)
+            if fitted is not None:
+                view, reduced, cut_turn = fitted
+                return _Fit(
+                    view,
+                    reduced=reduced,
+                    block=block,
+                    report=stage_report,
+                    budget=budget,
+                    real=real,
+                    cut=cut_turn,
+                )
+        raise self._irreducible(turn, stages[-1][0], start)
+
+    async def _fit_within(
+        self, turn: list[BaseMessage], target: int, cut: _Cut
+    ) -> tuple[list[BaseMessage], bool, CutTurn | None] | None:
+        """The turn within `target`: as is, reduced, cut, or cut and reduced (None: no)."""
+        if target <= 0:
+            return None
+        if _message_tokens(turn, self.counter) <= target:
+            return turn, False, None
+        if self.reduce_trajectory:
+            reduced = await self._reduce(turn, target)
+            if reduced is not None:
+                return reduced, True, None
+        shown = await cut(turn, target)
+        if shown is not None:
+            return shown.messages, False, shown
+        if self.reduce_trajectory:
+            markers = await cut(turn, None)  # every result down to its marker line
+            if markers is not None:
+                reduced = await self._reduce(markers.messages, target)
+                if reduced is not None:
+                    return reduced, True, markers
+        return None
+
+    async def _reduce(self, turn: list[BaseMessage], target: int) -> list[BaseMessage] | None:
+        """`reduce_agent` to `target`, keeping fewer recent steps verbatim if it must.
+
+        None when even the task and the last step alone do not fit.
+        """
+        for steps in sorted({self.keep_recent_steps, 1, 0}, reverse=True):
+            if steps > self.keep_recent_steps:
+                continue
+            try:
+                return await reduce_agent(
+                    turn,
+                    target + _REPLY_PRIMING,
+                    counter=self.counter,
+                    keep_recent_steps=steps,
+                    prompts=self.compactor.prompts,
+                )
+            except ContextWindowExceeded:
+                continue
+        return None
+
+    def _irreducible(
+        self, turn: list[BaseMessage], real: WindowBudget, start: _Start
+    ) -> ContextWindowExceeded:
+        """The one refusal: the fixed parts and the user's message alone do not fit."""
+        budget = self.estimator_budget(real, start.calibration, start.shrink)
+        question = _message_tokens(turn[:1], self.counter)
+        rest = _message_tokens(turn[1:], self.counter)
+        ceiling = budget.window - budget.output_reserve
+        required = budget.fixed + question + _REPLY_PRIMING
+        msg = (
+            f"nothing can be sent: the system prompt ({budget.system_tokens} tokens), the "
+            f"tool schemas ({budget.tool_tokens}) and the user's last message ({question}) "
+            f"take {required} tokens, and with the output reserve at its floor "
+            f"({budget.output_reserve}) the window ({real.window}, {ceiling} for input in "
+            f"the counter's tokens) has no room left for the rest of the turn ({rest} "
+            "tokens, even with every tool result cut to its marker)"
         )
+        return ContextWindowExceeded(msg, required=required + rest, budget=ceiling)
 
     def _overhead(
         self, budget: WindowBudget, block: HumanMessage | None, turn: list[BaseMessage]
@@ -680,3 +872,38 @@ def _block_message(report: ContextReport | None) -> HumanMessage | None:
 
 def _is_recap(message: BaseMessage) -> bool:
     return isinstance(message.id, str) and message.id.startswith(RECAP_ID_PREFIX)
+
+
+@dataclass(slots=True)
+class _Start:
+    """What one call starts from: its ledger (real and in the counter's tokens), the view."""
+
+    real: WindowBudget
+    budget: WindowBudget
+    calibration: Calibration | None
+    shrink: int
+    view: list[BaseMessage]
+    room: int
+    offload: OffloadOutcome | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=False)
+class _Fit:
+    """The current turn as it will be sent, and the ledger and block it was fitted under."""
+
+    turn: list[BaseMessage]
+    reduced: bool
+    block: HumanMessage | None
+    report: ContextReport | None
+    budget: WindowBudget
+    real: WindowBudget
+    cut: CutTurn | None = None
+
+
+def _sync_cut(cutter: ResultCutter) -> _Cut:
+    """The cutter's sync `cut` in the shape `_fit` awaits (the store's sync `save`)."""
+
+    async def cut(turn: list[BaseMessage], target: int | None) -> CutTurn | None:
+        return cutter.cut(turn, target)
+
+    return cut

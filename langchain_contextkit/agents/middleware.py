@@ -31,6 +31,7 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.store.base import BaseStore
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
@@ -40,6 +41,7 @@ from langchain_contextkit.agents._overflow import overflow_of
 from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
 from langchain_contextkit.agents.ledger import Anchor, CallLedger, next_call_number, with_ledger
 from langchain_contextkit.agents.ledger_log import LEDGER_EVENT, LedgerWriter, ledger_record
+from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
 from langchain_contextkit.calibration import (
     CALIBRATION_KEY,
     Calibration,
@@ -53,6 +55,7 @@ from langchain_contextkit.compaction.compactor import (
 )
 from langchain_contextkit.compaction.summarizers import SUMMARY_CONFIG
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
+from langchain_contextkit.notes.langgraph_store import StoreNoteStore
 from langchain_contextkit.tokens import (
     TokenCounter,
     count_fixed_tokens,
@@ -71,7 +74,6 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
     from langchain_contextkit.agents.offload import OffloadConfig
-    from langchain_contextkit.agents.offload_stores import OffloadStore
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
@@ -79,6 +81,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LEDGER_KEY",
     "MIDDLEWARE_NAME",
+    "OFFLOAD_NAMESPACE",
     "SUMMARY_KEY",
     "CompactionMiddleware",
     "CompactionState",
@@ -89,6 +92,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+OFFLOAD_NAMESPACE = ("contextkit", "tool_results")
+"""Where results go in the agent's LangGraph store (`create_agent(store=...)`)."""
 
 SUMMARY_KEY = "contextkit_summary"
 """The agent-state key that holds the running summary (a `RunningSummary.to_dict()`)."""
@@ -397,6 +403,9 @@ class _Call:
     in_place: InPlaceSummary | None
     in_thread: bool
     """The call belongs to a thread (a ``thread_id``): its state is its only memory."""
+    store: OffloadStore | None = None
+    """Where results that do not fit are saved: the agent's LangGraph store, when it has
+    one and no `offload=` store was configured."""
 
 
 class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
@@ -535,6 +544,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         # For callers that keep no thread: the calibration learnt by this process (a
         # thread's own is in its state, see `_calibration_for`).
         self._calibration = Calibration()
+        self._stores: dict[int, tuple[object, NoteOffloadStore]] = {}
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -636,6 +646,24 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             else None
         )
         return _Call(request, budget, summary, ledgers, calibration, in_place, in_thread)
+
+    def _store_for(self, request: ModelRequest[Any]) -> OffloadStore | None:
+        """The agent's LangGraph store as an offload store (None: none, or `offload=` set).
+
+        Tool results under ``("contextkit", "tool_results")``, read back with a `NoteTool`
+        over the same store when one is bound; every worker sharing the store sees them.
+        """
+        if self.assembler.offloader is not None:
+            return None
+        store = getattr(getattr(request, "runtime", None), "store", None)
+        if not isinstance(store, BaseStore):
+            return None
+        known = self._stores.get(id(store))
+        if known is None or known[0] is not store:
+            notes = StoreNoteStore(store, namespace=OFFLOAD_NAMESPACE, max_notes=None)
+            known = (store, NoteOffloadStore(notes))
+            self._stores = {**dict(list(self._stores.items())[-7:]), id(store): known}
+        return known[1]
 
     def _gated(self, call: _Call, assembly: WindowAssembly) -> WindowAssembly:
         """The assembly checked by the quality gate (when set), its result in the ledger."""
@@ -739,14 +767,15 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Send the assembled request instead of the raw history; retry once if too long."""
         call = self._prepare(request)
+        call.store = self._store_for(request)
         assembly = self._assemble(call)
         retried = False
         try:
-            response = handler(request.override(messages=_sendable(assembly)))
+            response = handler(_sendable(request, assembly))
         except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
             assembly = self._assemble(call, shrink=self._retry_shrink(call, assembly, error))
             try:
-                response = handler(request.override(messages=_sendable(assembly)))
+                response = handler(_sendable(request, assembly))
             except Exception as again:
                 raise self._exceeded(assembly, again) from again
             retried = True
@@ -761,14 +790,15 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
         call = self._prepare(request)
+        call.store = self._store_for(request)
         assembly = await self._aassemble(call)
         retried = False
         try:
-            response = await handler(request.override(messages=_sendable(assembly)))
+            response = await handler(_sendable(request, assembly))
         except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
             assembly = await self._aassemble(call, shrink=self._retry_shrink(call, assembly, error))
             try:
-                response = await handler(request.override(messages=_sendable(assembly)))
+                response = await handler(_sendable(request, assembly))
             except Exception as again:
                 raise self._exceeded(assembly, again) from again
             retried = True
@@ -831,6 +861,7 @@ class _AssemblyArgs(TypedDict):
     shrink: int
     anchor: Anchor | None
     reuse_recaps: bool
+    store: OffloadStore | None
 
 
 def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
@@ -846,6 +877,7 @@ def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
         shrink=shrink,
         anchor=None if shrink else _anchor(call.ledgers),
         reuse_recaps=not call.in_thread,
+        store=call.store,
     )
 
 
@@ -860,5 +892,17 @@ def _anchor(ledgers: Sequence[Any]) -> Anchor | None:
     return None
 
 
-def _sendable(assembly: WindowAssembly) -> list[AnyMessage]:
-    return cast("list[AnyMessage]", assembly.messages)
+def _sendable(request: ModelRequest[Any], assembly: WindowAssembly) -> ModelRequest[Any]:
+    """The request to send: the assembled messages, and the output limit it leaves.
+
+    When the output reserve had to shrink (a request that fits only without the full
+    reserve), a model configured to ask for more output tokens than that is asked for
+    the reserve instead: providers refuse a prompt plus a completion over the window.
+    """
+    messages = cast("list[AnyMessage]", assembly.messages)
+    reserve = assembly.ledger.output_reserve
+    asked = request.model_settings.get("max_tokens", getattr(request.model, "max_tokens", None))
+    if isinstance(asked, int) and not isinstance(asked, bool) and asked > reserve:
+        settings = {**request.model_settings, "max_tokens": reserve}
+        return request.override(messages=messages, model_settings=settings)
+    return request.override(messages=messages)

@@ -77,6 +77,7 @@ __all__ = [
     "DEFAULT_OFFLOAD_MIN_TOKENS",
     "DEFAULT_OFFLOAD_SHARE",
     "DEFAULT_PREVIEW_TOKENS",
+    "STORE_OFFLOAD_MIN_TOKENS",
     "OffloadConfig",
     "OffloadOutcome",
     "ToolResultOffloader",
@@ -96,6 +97,12 @@ DEFAULT_OFFLOAD_MIN_TOKENS = 1_000
 """The threshold never goes below this: under ~1,000 tokens (a screenful or two) a result
 costs less to show than the extra call that would read it back, so a small window does
 not turn every result into a pointer."""
+
+STORE_OFFLOAD_MIN_TOKENS = 20_000
+"""With no `offload=` but a store at hand (the agent's LangGraph store), results over
+this many tokens (about deepagents' 80,000 characters), or a tenth of the trajectory
+budget when that is more, are offloaded to it: on by default, for results no window
+should carry whole."""
 
 DEFAULT_PREVIEW_TOKENS = 400
 """Head plus tail shown of an offloaded result (at most a quarter of the threshold)."""
