@@ -90,7 +90,8 @@ def test_cutter_saves_the_whole_result_and_points_at_it() -> None:
     store = NoteOffloadStore(notes)
     text = _log(600, "saved")
     fit = ResultCutter(count_tokens, store).cut(_turn([text]), 700)
-    assert fit is not None and fit.stored == 1
+    assert fit is not None
+    assert fit.stored == 1
     marker = next(line for line in fit.messages[2].text.splitlines() if line.startswith("[cut"))
     args = json.loads(marker[marker.index("{") : marker.index("}") + 1])
     assert args["action"] == "read"
@@ -109,7 +110,8 @@ def _stored_key(message: BaseMessage) -> str:
 def test_cutter_markers_only_and_hopeless_turns() -> None:
     turn = _turn([_log(200, "a"), _log(200, "b")])
     markers = ResultCutter().cut(turn, None)
-    assert markers is not None and markers.cut == 2
+    assert markers is not None
+    assert markers.cut == 2
     assert all(m.text.startswith("[cut") for m in markers.messages[2:])
     assert ResultCutter().cut([HumanMessage("x " * 500)], 10) is None  # nothing to cut
 
@@ -118,7 +120,8 @@ def test_cutter_async_twin_gives_the_same_view() -> None:
     turn = _turn([_log(300, "a"), _log(700, "b")])
     sync = ResultCutter().cut(turn, 900)
     async_ = asyncio.run(ResultCutter().acut(turn, 900))
-    assert sync is not None and async_ is not None
+    assert sync is not None
+    assert async_ is not None
     assert [m.content for m in sync.messages] == [m.content for m in async_.messages]
 
 
@@ -148,7 +151,7 @@ def _agent(
     summaries: str,
     calls: int = 1,
     system_prompt: str | None = None,
-    store: Any = None,  # noqa: ANN401
+    store: Any = None,
     max_output: int = 1_000,
 ) -> tuple[Any, ScriptedChatModel, ContextKitMiddleware]:
     results = result if isinstance(result, list) else [result] * calls
@@ -191,7 +194,8 @@ def test_a_first_turn_that_fits_the_window_is_sent(summaries: str, text: str) ->
     state = agent.invoke({"messages": [HumanMessage(user)]}, {"configurable": {"thread_id": "1"}})
     assert state["messages"][-1].text == "Done."
     ledger = state["contextkit_ledger"][-1]
-    assert ledger["cut"] == 0 and not ledger["reduced"]  # it fitted whole: nothing shrunk
+    assert ledger["cut"] == 0
+    assert not ledger["reduced"]
     assert model.requests[-1][-1].content == result
     _within_window(model, middleware, state)
 
@@ -206,9 +210,11 @@ def test_a_result_larger_than_the_window_is_cut_not_refused(summaries: str) -> N
     assert state["messages"][-1].text == "Done."
     assert state["messages"][-2].content == huge  # the stored history keeps it whole
     ledger = state["contextkit_ledger"][-1]
-    assert ledger["cut"] == 1 and ledger["cut_tokens"] > 50_000
+    assert ledger["cut"] == 1
+    assert ledger["cut_tokens"] > 50_000
     sent = model.requests[-1][-1]
-    assert isinstance(sent, ToolMessage) and "[cut to fit the window:" in sent.text
+    assert isinstance(sent, ToolMessage)
+    assert "[cut to fit the window:" in sent.text
     _within_window(model, middleware, state)
 
 
@@ -263,7 +269,8 @@ def test_with_a_store_results_over_the_large_threshold_are_offloaded(summaries: 
         {"messages": [HumanMessage("Read it.")]}, {"configurable": {"thread_id": "1"}}
     )
     ledger = state["contextkit_ledger"][-1]
-    assert ledger["offloaded"] == 1 and ledger["cut"] == 0
+    assert ledger["offloaded"] == 1
+    assert ledger["cut"] == 0
     assert "[offloaded:" in model.requests[-1][-1].text
     keys = store.search(OFFLOAD_NAMESPACE, limit=100)
     assert keys  # written under the namespace the pointer names
@@ -339,7 +346,7 @@ def test_chatopenai_gets_a_lower_max_tokens_when_the_reserve_shrinks() -> None:
     pytest.importorskip("langchain_openai")
     from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply
 
-    def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:  # noqa: ARG001
+    def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
         return Reply(text="Done.")
 
     system = "You follow the runbook exactly. " * 1_100  # ~7,700 cl100k tokens of 8,192
