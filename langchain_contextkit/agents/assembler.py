@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     """`ResultCutter.acut`'s shape; a target of None cuts every result to its marker."""
 
 __all__ = [
+    "HISTORY_PREVIEW_SHARE",
     "OUTPUT_RESERVE_FLOOR",
     "RETRIEVAL_ID",
     "WindowAssembler",
@@ -103,6 +104,10 @@ OUTPUT_RESERVE_FLOOR = 256
 refused: room for a tool call or a short answer. When the model's own `max_tokens` is
 larger, the middleware lowers it for that call, so the provider does not refuse the
 request for the prompt plus the completion it asked for."""
+
+HISTORY_PREVIEW_SHARE = 0.125
+"""A tool result in the history over half the history's room is shown as a preview of
+this share of the room (head + tail + a marker)."""
 
 _RECAP_MESSAGE = 16
 """Tokens a recap message adds to its text (heading and message overhead), generously."""
@@ -289,9 +294,9 @@ class WindowAssembler:
         if offloader is not None:
             start.offload = offloader.offload(start.view, room=start.room, tools=tools)
             start.view = start.offload.messages
-        history, turn = _split_turn(start.view)
-        report = self._block(turn, start.budget)
         cutter = self._cutter(store)
+        history, turn = self._split(start, cutter)
+        report = self._block(turn, start.budget)
         fit = self._fit_as_is(history, summary, turn, start, report)
         if fit is None:
             fit = run_sync(self._fit(history, summary, turn, start, report, _sync_cut(cutter)))
@@ -365,9 +370,9 @@ class WindowAssembler:
         if offloader is not None:
             start.offload = await offloader.aoffload(start.view, room=start.room, tools=tools)
             start.view = start.offload.messages
-        history, turn = _split_turn(start.view)
-        report = await self._ablock(turn, start.budget)
         cutter = self._cutter(store)
+        history, turn = self._split(start, cutter)
+        report = await self._ablock(turn, start.budget)
         fit = self._fit_as_is(history, summary, turn, start, report)
         if fit is None:
             fit = await self._fit(history, summary, turn, start, report, cutter.acut)
@@ -401,6 +406,27 @@ class WindowAssembler:
             view=self._block_free.without_blocks(messages),
             room=self.history_room(budget),
         )
+
+    def _split(
+        self, start: _Start, cutter: ResultCutter
+    ) -> tuple[list[BaseMessage], list[BaseMessage]]:
+        """(history, current turn), the history's results capped at what a window shows.
+
+        A tool result over half the history's room could never be shown whole, and the
+        turn that fetched it showed a cut of it: the history carries a preview of it
+        (`HISTORY_PREVIEW_SHARE` of the room), so compaction summarises what the model
+        saw instead of re-reading the whole result on every compaction.
+        """
+        history, turn = _split_turn(start.view)
+        capped = cutter.cap(
+            history,
+            threshold=start.room // 2,
+            size=math.floor(start.room * HISTORY_PREVIEW_SHARE),
+        )
+        if capped.cut:
+            start.history_cut = capped
+            history = capped.messages
+        return history, turn
 
     def _offloader_with(self, store: OffloadStore | None) -> ToolResultOffloader | None:
         """The configured offloader, else one over the call's store (large results only)."""
@@ -455,8 +481,13 @@ class WindowAssembler:
             report=fit.report,
         )
         assembly = _tallied(assembly, start.offload)
-        if fit.cut is not None and fit.cut.cut:
-            ledger = replace(assembly.ledger, cut=fit.cut.cut, cut_tokens=fit.cut.cut_tokens)
+        cuts = [c for c in (fit.cut, start.history_cut) if c is not None and c.cut]
+        if cuts:
+            ledger = replace(
+                assembly.ledger,
+                cut=sum(c.cut for c in cuts),
+                cut_tokens=sum(c.cut_tokens for c in cuts),
+            )
             assembly = replace(assembly, ledger=ledger)
         return assembly
 
@@ -885,6 +916,7 @@ class _Start:
     view: list[BaseMessage]
     room: int
     offload: OffloadOutcome | None = None
+    history_cut: CutTurn | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=False)

@@ -417,7 +417,12 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     loop reduced when it outgrows its room), the history before it compacted; the request
     laid out cache-first; the call's `CallLedger` appended to ``contextkit_ledger`` in
     state (the last `ledger_size` calls). The request never exceeds the window minus the
-    output reserve: `ContextWindowExceeded` is raised instead, and nothing is sent.
+    output reserve. What does not fit is shrunk, not refused: the recap's share is lent
+    to the turn while there is no history, the largest tool results are cut to head +
+    tail (saved whole first to the agent's LangGraph store when `create_agent(store=...)`
+    gave one), the retrieval block gives way, and the output reserve shrinks to
+    `OUTPUT_RESERVE_FLOOR`; `ContextWindowExceeded` (nothing sent) only when the system
+    prompt, the tool schemas and the user's last message alone leave no room.
 
     Example:
         ```python
@@ -500,9 +505,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 where the agent's own tool reads them back: for example
                 ``WorkspaceOffloadStore.for_terminal(terminal)`` or
                 ``NoteOffloadStore(note_tool.store)``, or an `OffloadConfig` to set the
-                threshold. Off by default: the middleware writes nothing outside the
-                agent's state unless told where, and only offloads while the reading
-                tool is bound to the model.
+                threshold; it then offloads only while the reading tool is bound to the
+                model. Without it, the agent's LangGraph store (`create_agent(store=...)`,
+                when given) takes results over `STORE_OFFLOAD_MIN_TOKENS` (20,000) and
+                any result cut to fit, under `OFFLOAD_NAMESPACE`; with neither, nothing
+                is written outside the agent's state.
             quality_gate: A `QualityGate` checked on every assembled request (system
                 message included); its result goes into the call's ledger (``gate``).
             on_gate_fail: What a failed gate does: ``"log"`` (WARNING on the

@@ -66,7 +66,8 @@ class CutTurn:
 
     Attributes:
         messages: The turn as the request shows it (same length, same order).
-        tokens: Its tokens (message overheads included, no reply priming).
+        tokens: Its tokens (message overheads included, no reply priming; 0 from `cap`,
+            which does not measure the whole list).
         cut: Tool results shown as previews.
         cut_tokens: Tokens the previews left out.
         stored: Of those, results saved whole to the store (the marker points there).
@@ -96,6 +97,9 @@ class ResultCutter:
         self.store = store
         self._lock = threading.Lock()
         self._stored: OrderedDict[str, None] = OrderedDict()
+        self._views: OrderedDict[tuple[int, int, int], tuple[BaseMessage, BaseMessage, int]] = (
+            OrderedDict()
+        )
 
     def cut(self, turn: Sequence[BaseMessage], target: int | None) -> CutTurn | None:
         """`turn` within `target` tokens, or None when even one-line markers do not fit.
@@ -125,6 +129,42 @@ class ResultCutter:
             if key is not None and await self._asave(key, text):
                 saved.add(key)
         return self._fit(turn, target, cuts, saved)
+
+    def cap(self, messages: Sequence[BaseMessage], *, threshold: int, size: int) -> CutTurn:
+        """Every tool result over `threshold` tokens shown as a `size`-token preview.
+
+        For the history before the current turn: a result the window could never show
+        whole is summarised (or carried) as what the model saw of it, not re-read in full
+        on every compaction. The same message gets the same preview object every call.
+        """
+        view = list(messages)
+        cut = left_out = 0
+        for index, message in enumerate(messages):
+            if not isinstance(message, ToolMessage) or not isinstance(message.content, str):
+                continue
+            text = message.content
+            if len(text) <= threshold // 8:  # no counter gives 8+ tokens a character
+                continue
+            tokens = self.counter(text)
+            if tokens <= threshold:
+                continue
+            memo = (id(message), len(text), size)
+            known = self._views.get(memo)
+            if known is None or known[0] is not message:
+                result = _Result(index, text, tokens, _key(message))
+                stored = result.key is not None and self._save(result.key, text)
+                shown = message.model_copy(
+                    update={"content": self._preview(result, size, stored=stored)}
+                )
+                known = (message, shown, tokens - self.counter(shown.text))
+                with self._lock:
+                    self._views[memo] = known
+                    while len(self._views) > _STORED_MEMO:
+                        self._views.popitem(last=False)
+            view[index] = known[1]
+            cut += 1
+            left_out += max(0, known[2])
+        return CutTurn(view, 0, cut, left_out)
 
     # -- planning --------------------------------------------------------------------------
 
