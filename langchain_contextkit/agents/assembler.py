@@ -298,15 +298,26 @@ class WindowAssembler:
         history, turn = self._split(start, cutter)
         report = self._block(turn, start.budget)
         fit = self._fit_as_is(history, summary, turn, start, report)
+        lent = fit is None
         if fit is None:
             fit = run_sync(self._fit(history, summary, turn, start, report, _sync_cut(cutter)))
-        compaction = self.compactor.compact_view(
-            history,
-            summary=summary,
-            summarize_view=summarize_view,
-            reuse_recaps=reuse_recaps,
-            **self._sizing(fit.budget, fit.block, fit.turn),
-        )
+        for attempt in (1, 2):
+            try:
+                compaction = self.compactor.compact_view(
+                    history,
+                    summary=summary,
+                    summarize_view=summarize_view,
+                    reuse_recaps=reuse_recaps,
+                    **self._sizing(fit.budget, fit.block, fit.turn),
+                )
+                break
+            except ContextWindowExceeded:
+                if not lent or attempt == 2:  # noqa: PLR2004 - the second try
+                    raise
+                # The history needed more than it was left: give it its full recap share.
+                fit = run_sync(
+                    self._fit(history, summary, turn, start, report, _sync_cut(cutter), lend=False)
+                )
         return self._done(compaction, fit, start, call=call, anchor=anchor)
 
     async def aassemble(
@@ -374,15 +385,25 @@ class WindowAssembler:
         history, turn = self._split(start, cutter)
         report = await self._ablock(turn, start.budget)
         fit = self._fit_as_is(history, summary, turn, start, report)
+        lent = fit is None
         if fit is None:
             fit = await self._fit(history, summary, turn, start, report, cutter.acut)
-        compaction = await self.compactor.acompact_view(
-            history,
-            summary=summary,
-            asummarize_view=asummarize_view,
-            reuse_recaps=reuse_recaps,
-            **self._sizing(fit.budget, fit.block, fit.turn),
-        )
+        for attempt in (1, 2):
+            try:
+                compaction = await self.compactor.acompact_view(
+                    history,
+                    summary=summary,
+                    asummarize_view=asummarize_view,
+                    reuse_recaps=reuse_recaps,
+                    **self._sizing(fit.budget, fit.block, fit.turn),
+                )
+                break
+            except ContextWindowExceeded:
+                if not lent or attempt == 2:  # noqa: PLR2004 - the second try
+                    raise
+                fit = await self._fit(
+                    history, summary, turn, start, report, cutter.acut, lend=False
+                )
         return self._done(compaction, fit, start, call=call, anchor=anchor)
 
     def _start(  # noqa: PLR0917 - assemble's own arguments, passed through
@@ -550,15 +571,23 @@ class WindowAssembler:
         return min(cap + 16, room // 4)
 
     def _history_need(
-        self, history: Sequence[BaseMessage], summary: RunningSummary | None, room: int
+        self,
+        history: Sequence[BaseMessage],
+        summary: RunningSummary | None,
+        room: int,
+        *,
+        lend: bool = True,
     ) -> int:
         """The least the history must keep beside the turn: nothing when there is none.
 
         A history is compacted to its recap at worst, and a short one needs no more
-        than itself, so the recap's share is lent to the turn whenever it is idle.
+        than itself, so the recap's share is lent to the turn whenever it is idle
+        (`lend=False`: a full recap share whenever there is a history).
         """
         if not history and summary is None:
             return 0
+        if not lend:
+            return self._recap_room(room)
         own = _message_tokens(history, self.counter)
         if summary is not None:
             own += self.counter(summary.text) + _RECAP_MESSAGE
@@ -598,6 +627,8 @@ class WindowAssembler:
         start: _Start,
         report: ContextReport | None,
         cut: _Cut,
+        *,
+        lend: bool = True,
     ) -> _Fit:
         """Fit a turn that outgrew its share: see `aassemble` for what gives way, in order."""
         stages = [(start.real, report)]
@@ -610,7 +641,7 @@ class WindowAssembler:
             budget = self.estimator_budget(real, start.calibration, start.shrink)
             block = _block_message(stage_report)
             room = self._turn_room(budget, block)
-            target = room - self._history_need(history, summary, room)
+            target = room - self._history_need(history, summary, room, lend=lend)
             fitted = await self._fit_within(turn, target, cut)
             if fitted is not None:
                 view, reduced, cut_turn = fitted
