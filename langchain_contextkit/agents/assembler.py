@@ -637,12 +637,13 @@ class WindowAssembler:
         floor = min(start.real.output_reserve, OUTPUT_RESERVE_FLOOR)
         if floor < start.real.output_reserve:
             stages.append((replace(start.real, output_reserve=floor), None))
+        need = 0
         for real, stage_report in stages:
             budget = self.estimator_budget(real, start.calibration, start.shrink)
             block = _block_message(stage_report)
             room = self._turn_room(budget, block)
-            target = room - self._history_need(history, summary, room, lend=lend)
-            fitted = await self._fit_within(turn, target, cut)
+            need = self._history_need(history, summary, room, lend=lend)
+            fitted = await self._fit_within(turn, room - need, cut)
             if fitted is not None:
                 view, reduced, cut_turn = fitted
                 return _Fit(
@@ -654,7 +655,9 @@ class WindowAssembler:
                     real=real,
                     cut=cut_turn,
                 )
-        raise self._irreducible(turn, stages[-1][0], start)
+        smallest = await cut(turn, None)
+        rest = turn if smallest is None else smallest.messages
+        raise self._irreducible(rest, stages[-1][0], start, need)
 
     async def _fit_within(
         self, turn: list[BaseMessage], target: int, cut: _Cut
@@ -700,23 +703,28 @@ class WindowAssembler:
         return None
 
     def _irreducible(
-        self, turn: list[BaseMessage], real: WindowBudget, start: _Start
+        self, turn: list[BaseMessage], real: WindowBudget, start: _Start, history: int
     ) -> ContextWindowExceeded:
-        """The one refusal: the fixed parts and the user's message alone do not fit."""
+        """The one refusal: the fixed parts and the user's message leave no room.
+
+        `turn` is the current turn at its smallest (every tool result cut to its marker)
+        and `history` what the earlier conversation needs at least (its recap).
+        """
         budget = self.estimator_budget(real, start.calibration, start.shrink)
         question = _message_tokens(turn[:1], self.counter)
         rest = _message_tokens(turn[1:], self.counter)
         ceiling = budget.window - budget.output_reserve
-        required = budget.fixed + question + _REPLY_PRIMING
+        fixed = budget.fixed + question + _REPLY_PRIMING
         msg = (
             f"nothing can be sent: the system prompt ({budget.system_tokens} tokens), the "
             f"tool schemas ({budget.tool_tokens}) and the user's last message ({question}) "
-            f"take {required} tokens, and with the output reserve at its floor "
-            f"({budget.output_reserve}) the window ({real.window}, {ceiling} for input in "
-            f"the counter's tokens) has no room left for the rest of the turn ({rest} "
-            "tokens, even with every tool result cut to its marker)"
+            f"take {fixed} tokens; with the rest of the turn at its smallest ({rest}, every "
+            f"tool result cut to its marker) and the earlier conversation's recap ({history}) "
+            f"that exceeds the {ceiling} tokens the window ({real.window}) leaves for input "
+            f"in the counter's tokens with the output reserve at its floor "
+            f"({budget.output_reserve})"
         )
-        return ContextWindowExceeded(msg, required=required + rest, budget=ceiling)
+        return ContextWindowExceeded(msg, required=fixed + rest + history, budget=ceiling)
 
     def _overhead(
         self, budget: WindowBudget, block: HumanMessage | None, turn: list[BaseMessage]
