@@ -16,18 +16,20 @@ How the line is fitted (`_Fit`): weighted least squares over the last twelve cal
 weighing its estimated size (tiny requests count little) times a decay by age (the text
 of the conversation changes). When the calls span too small a range to tell overhead
 from ratio (one call, or an agent loop that grows by a few percent a call), the slope
-leans towards a prior: the calls' size-weighted ratio, shrunk towards 1.0 by
-`_PRIOR_TOKENS` estimated tokens, so a request of a few dozen tokens says little about
-the ratio and its excess is read as overhead. The line always goes through the
-calls' weighted mean, so a request of the size of recent ones is priced by what they
-cost. There is no bound on the ratio: a script the estimate prices at a thirtieth of its
-real size is followed as soon as the calls say so. One odd call moves the fit by its
-weight's share, not to its own ratio; a request the provider refused as too long is
-certain evidence: the line goes exactly through it until the next call is observed.
+leans towards a prior: the calls' ratio shrunk towards 1.0, a call's say growing with the
+square of its size against `_PRIOR_TOKENS` estimated tokens of prior, so a request of a
+few dozen tokens says next to nothing about the ratio and its excess is read as overhead.
+The line always goes through the calls' weighted mean, so a request of the size of
+recent ones is priced by what they cost. There is no bound on the ratio: a script the
+estimate prices at a thirtieth of its real size is followed as soon as the calls say so.
+One odd call moves the fit by its weight's share, not to its own ratio; a request the
+provider refused as too long is certain evidence: the line goes exactly through it
+until the next call is observed.
 
-The budget sizes a request with `estimated(real)`, which keeps a margin of the recent
-calls' spread around the line (their weighted RMS relative error); `real(estimated)` is
-the line itself, and `factor` the ratio at the size the conversation has now.
+The budget sizes a request with `estimated(real)`, which keeps a margin for the recent
+calls' scatter around the line (their weighted RMS distance from it, as a share of their
+size); `real(estimated)` is the line itself, and `factor` the ratio at the size the
+conversation has now.
 
 ```python
 from langchain_contextkit.calibration import Calibration
@@ -73,6 +75,8 @@ _DECAY = 0.8
 
 _PRIOR_TOKENS = 1_000
 """Estimated tokens of evidence that the ratio is 1.0 before any call (see the module)."""
+
+_K2 = float(_PRIOR_TOKENS) ** 2
 
 _SPREAD = 0.1
 """Calls spanning less than this share of their mean size lean on the prior slope."""
@@ -165,9 +169,11 @@ def _fit(observations: Sequence[Observation]) -> _Fit:
     total = sum(weights)
     sizes = [float(o.estimated) for o in observations]
     reports = [float(o.reported) for o in observations]
-    # The prior slope: the calls' ratio, each call weighing its size, shrunk towards 1.0.
-    prior = (sum(d * r for d, r in zip(decays, reports, strict=True)) + _PRIOR_TOKENS) / (
-        sum(d * e for d, e in zip(decays, sizes, strict=True)) + _PRIOR_TOKENS
+    # The prior slope: the calls' ratio shrunk towards 1.0, each call's evidence growing
+    # with the square of its size: a call of `_PRIOR_TOKENS` counts as much as the prior,
+    # one of a tenth of that a hundredth as much (its excess is read as overhead).
+    prior = (sum(d * e * r for d, e, r in zip(decays, sizes, reports, strict=True)) + _K2) / (
+        sum(d * e * e for d, e in zip(decays, sizes, strict=True)) + _K2
     )
     pinned = observations[-1].refused  # the line goes through a refusal exactly
     if pinned:
