@@ -248,8 +248,13 @@ class Calibration:
         """
         if not self.observations:
             return 1.0
-        size = self.observations[-1].estimated
-        return max(self._line.at(size), 1.0) / size
+        return self.factor_at(self.observations[-1].estimated)
+
+    def factor_at(self, estimated: int) -> float:
+        """Real tokens per estimated token for a request of `estimated` tokens."""
+        if not self.observations or estimated <= 0:
+            return 1.0
+        return max(self._line.at(estimated), 1.0) / estimated
 
     @property
     def margin(self) -> float:
