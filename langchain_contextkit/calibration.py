@@ -37,8 +37,8 @@ from langchain_contextkit.calibration import Calibration
 calibration = Calibration()
 for estimated, reported in [(50, 400), (20_000, 20_350), (40_000, 40_350)]:
     calibration = calibration.observe(estimated, reported)
-assert abs(calibration.overhead - 350) < 5 and abs(calibration.ratio - 1.0) < 0.01
-assert calibration.estimated(200_000) > 199_000
+assert 250 < calibration.overhead < 400 and abs(calibration.ratio - 1.0) < 0.01
+assert calibration.estimated(200_000) > 199_000  # not a factor of 8 from the first call
 ```
 """
 
