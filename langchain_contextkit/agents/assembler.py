@@ -441,7 +441,7 @@ class WindowAssembler:
         capped = cutter.cap(
             history,
             threshold=start.room // 2,
-            size=math.floor(start.room * HISTORY_PREVIEW_SHARE),
+            size=int(start.room * HISTORY_PREVIEW_SHARE),
         )
         if capped.cut:
             start.history_cut = capped
@@ -778,7 +778,9 @@ class WindowAssembler:
                 msg = f"assembled an invalid request: {problems}"
                 raise AssertionError(msg)
         # The ledger speaks the provider's tokens: each part scaled by the calibration.
-        factor = 1.0 if calibration is None else calibration.factor
+        # The fitted line's value at this request's size: right after a tiny call the
+        # latest call's own factor is mostly the provider's fixed overhead.
+        factor = 1.0 if calibration is None else calibration.factor_at(prompt)
         scale = factor
         if anchor is not None and not compaction.compacted and prompt >= anchor.estimated:
             # The request extends the previous one, whose real size the provider reported:
