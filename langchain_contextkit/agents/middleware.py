@@ -743,6 +743,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         )
         if stated is not None:
             return margin  # the stated window is the ceiling now
+        if overflow.prompt_tokens is not None:
+            # The line passes through the refused request's real size: the retry is priced
+            # exactly, and keeping the excess free on top would count it twice (an excess
+            # that came from the completion asked for goes with the output reserve).
+            return margin
         if overflow.excess is not None:
             # The refused request's ratio applies to all of it, though the part that made
             # it too long may be far denser than the rest: keep the excess free as well.
