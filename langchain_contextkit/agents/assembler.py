@@ -57,9 +57,12 @@ from langchain_contextkit.compaction.compactor import (
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import (
     CleanScan,
-    find_message_problems,
+    MessageRepair,
+    SystemPlacement,
+    repair_messages,
     resume_scan,
     split_system,
+    system_placement_for,
 )
 from langchain_contextkit.reducers.agent import reduce_agent
 from langchain_contextkit.sources.notes import NoteSource
@@ -261,6 +264,7 @@ class WindowAssembler:
         reuse_recaps: bool = True,
     ) -> WindowAssembly:
         """Lay out one model call (sync). See `aassemble`."""
+        messages, repairs = repair_messages(messages, system_messages="anywhere")
         if budget is None:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         real = budget
@@ -292,8 +296,9 @@ class WindowAssembler:
             calibration=calibration,
             anchor=anchor,
             report=report,
+            placement=system_placement_for(model),
         )
-        return _tallied(assembly, offload)
+        return _repairs_tallied(_tallied(assembly, offload), repairs)
 
     async def aassemble(
         self,
@@ -338,6 +343,7 @@ class WindowAssembler:
             ContextWindowExceeded: When the fixed parts and the current question alone do
                 not fit the window minus the output reserve.
         """
+        messages, repairs = repair_messages(messages, system_messages="anywhere")
         if budget is None:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         real = budget
@@ -370,8 +376,9 @@ class WindowAssembler:
             calibration=calibration,
             anchor=anchor,
             report=report,
+            placement=system_placement_for(model),
         )
-        return _tallied(assembly, offload)
+        return _repairs_tallied(_tallied(assembly, offload), repairs)
 
     def _sizing(
         self, budget: WindowBudget, block: HumanMessage | None, turn: list[BaseMessage]
@@ -484,6 +491,7 @@ class WindowAssembler:
         calibration: Calibration | None,
         anchor: Anchor | None,
         report: ContextReport | None = None,
+        placement: SystemPlacement = "leading",
     ) -> WindowAssembly:
         system, rest = split_system(compaction.messages)
         stable = [m for m in system if not _is_recap(m)]
@@ -500,6 +508,17 @@ class WindowAssembler:
         kept = rest[len(stable) :]
         indexed = self.compactor.known_history(kept)
         history_tokens = self._history_tokens(stable, kept, indexed)
+        head, tail = [*stable, *recap], [*([block] if block else []), *turn]
+        repairs: list[MessageRepair] = []
+        if not _valid_request(head, kept, indexed, tail):
+            # Late system messages the provider would move or refuse become notes now that
+            # the layout is done; any other problem (a layout bug) is mended, not raised.
+            sent, repairs = repair_messages(messages, system_messages=placement)
+            if repairs:  # a note's marker costs a few tokens: counted with the history
+                history_tokens += _message_tokens(sent, counter) - _message_tokens(
+                    messages, counter
+                )
+                messages = sent
         turn_tokens = _message_tokens(turn, counter) + (_REPLY_PRIMING if messages else 0)
         ceiling = budget.window - budget.output_reserve
         prompt = budget.fixed + summary_tokens + block_tokens + history_tokens + turn_tokens
@@ -509,12 +528,6 @@ class WindowAssembler:
                 f"reserve ({ceiling})"
             )
             raise ContextWindowExceeded(msg, required=prompt, budget=ceiling)
-        head, tail = [*stable, *recap], [*([block] if block else []), *turn]
-        if not _valid_request(head, kept, indexed, tail):
-            problems = find_message_problems(messages)
-            if problems:  # pragma: no cover - a bug in the layout, not a user error
-                msg = f"assembled an invalid request: {problems}"
-                raise AssertionError(msg)
         # The ledger speaks the provider's tokens: each part scaled by the calibration.
         factor = 1.0 if calibration is None else calibration.factor
         scale = factor
@@ -549,6 +562,7 @@ class WindowAssembler:
             estimated=prompt,
             factor=factor,
             fidelity=compaction.fidelity if compaction.compacted else None,
+            repairs=len(repairs),
         )
         block_report = report if block is not None else None
         return WindowAssembly(messages, compaction.summary, ledger, compaction, block_report)
@@ -612,6 +626,14 @@ def _tallied(assembly: WindowAssembly, offload: OffloadOutcome | None) -> Window
     """The assembly with the offloads recorded in its ledger."""
     ledger = with_offload_tally(assembly.ledger, offload)
     return assembly if ledger is assembly.ledger else replace(assembly, ledger=ledger)
+
+
+def _repairs_tallied(assembly: WindowAssembly, repairs: Sequence[MessageRepair]) -> WindowAssembly:
+    """The assembly with the repairs made to the incoming messages added to its ledger."""
+    if not repairs:
+        return assembly
+    ledger = replace(assembly.ledger, repairs=assembly.ledger.repairs + len(repairs))
+    return replace(assembly, ledger=ledger)
 
 
 def _config_for(sources: Sequence[ContextSource]) -> ContextConfig:

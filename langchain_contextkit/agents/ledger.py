@@ -83,6 +83,11 @@ class CallLedger:
     """Tokens the offloaded results' previews saved (estimated, before calibration)."""
     offload_failed: int = 0
     """Results kept whole because the offload store refused them."""
+    repairs: int = 0
+    """Changes made to this request's messages so that the provider accepts them: a
+    caller's broken history mended (a call with no result, a result with no call) or a
+    late system message sent as a note (`repair_messages`). The stored history is
+    untouched."""
     fidelity: str | None = None
     """The fidelity tier of the recap this call's compaction wrote (``"high"``,
     ``"medium"`` or ``"low"``: lower than configured when room was short); None when it
