@@ -58,9 +58,12 @@ from langchain_contextkit.compaction.compactor import (
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import (
     CleanScan,
-    find_message_problems,
+    MessageRepair,
+    SystemPlacement,
+    repair_messages,
     resume_scan,
     split_system,
+    system_placement_for,
 )
 from langchain_contextkit.reducers.agent import reduce_agent
 from langchain_contextkit.sources.notes import NoteSource
@@ -415,7 +418,13 @@ class WindowAssembler:
         calibration: Calibration | None,
         shrink: int,
     ) -> _Start:
-        """The call's ledger (real and in the counter's tokens) and the block-free view."""
+        """The call's ledger (real and in the counter's tokens) and the block-free view.
+
+        A caller's broken pairs are repaired in the request only; system messages stay
+        where they are until the layout is final (a note made of one here would become
+        the latest human message and move the turn's start).
+        """
+        messages, repairs = repair_messages(messages, system_messages="anywhere")
         if budget is None:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         return _Start(
@@ -425,6 +434,8 @@ class WindowAssembler:
             shrink=shrink,
             view=self._block_free.without_blocks(messages),
             room=self.history_room(budget),
+            repairs=repairs,
+            placement=system_placement_for(model),
         )
 
     def _split(
@@ -499,8 +510,9 @@ class WindowAssembler:
             calibration=start.calibration,
             anchor=anchor,
             report=fit.report,
+            placement=start.placement,
         )
-        assembly = _tallied(assembly, start.offload)
+        assembly = _repairs_tallied(_tallied(assembly, start.offload), start.repairs)
         cuts = [c for c in (fit.cut, start.history_cut) if c is not None and c.cut]
         if cuts:
             ledger = replace(
@@ -746,6 +758,7 @@ class WindowAssembler:
         calibration: Calibration | None,
         anchor: Anchor | None,
         report: ContextReport | None = None,
+        placement: SystemPlacement = "leading",
     ) -> WindowAssembly:
         system, rest = split_system(compaction.messages)
         stable = [m for m in system if not _is_recap(m)]
@@ -762,6 +775,17 @@ class WindowAssembler:
         kept = rest[len(stable) :]
         indexed = self.compactor.known_history(kept)
         history_tokens = self._history_tokens(stable, kept, indexed)
+        head, tail = [*stable, *recap], [*([block] if block else []), *turn]
+        repairs: list[MessageRepair] = []
+        if not _valid_request(head, kept, indexed, tail):
+            # Late system messages the provider would move or refuse become notes now that
+            # the layout is done; any other problem (a layout bug) is mended, not raised.
+            sent, repairs = repair_messages(messages, system_messages=placement)
+            if repairs:  # a note's marker costs a few tokens: counted with the history
+                history_tokens += _message_tokens(sent, counter) - _message_tokens(
+                    messages, counter
+                )
+                messages = sent
         turn_tokens = _message_tokens(turn, counter) + (_REPLY_PRIMING if messages else 0)
         ceiling = budget.window - budget.output_reserve
         prompt = budget.fixed + summary_tokens + block_tokens + history_tokens + turn_tokens
@@ -771,12 +795,6 @@ class WindowAssembler:
                 f"reserve ({ceiling})"
             )
             raise ContextWindowExceeded(msg, required=prompt, budget=ceiling)
-        head, tail = [*stable, *recap], [*([block] if block else []), *turn]
-        if not _valid_request(head, kept, indexed, tail):
-            problems = find_message_problems(messages)
-            if problems:  # pragma: no cover - a bug in the layout, not a user error
-                msg = f"assembled an invalid request: {problems}"
-                raise AssertionError(msg)
         # The ledger speaks the provider's tokens: each part scaled by the calibration.
         # The fitted line's value at this request's size: right after a tiny call the
         # latest call's own factor is mostly the provider's fixed overhead.
@@ -813,6 +831,7 @@ class WindowAssembler:
             estimated=prompt,
             factor=factor,
             fidelity=compaction.fidelity if compaction.compacted else None,
+            repairs=len(repairs),
         )
         block_report = report if block is not None else None
         return WindowAssembly(messages, compaction.summary, ledger, compaction, block_report)
@@ -876,6 +895,14 @@ def _tallied(assembly: WindowAssembly, offload: OffloadOutcome | None) -> Window
     """The assembly with the offloads recorded in its ledger."""
     ledger = with_offload_tally(assembly.ledger, offload)
     return assembly if ledger is assembly.ledger else replace(assembly, ledger=ledger)
+
+
+def _repairs_tallied(assembly: WindowAssembly, repairs: Sequence[MessageRepair]) -> WindowAssembly:
+    """The assembly with the repairs made to the incoming messages added to its ledger."""
+    if not repairs:
+        return assembly
+    ledger = replace(assembly.ledger, repairs=assembly.ledger.repairs + len(repairs))
+    return replace(assembly, ledger=ledger)
 
 
 def _config_for(sources: Sequence[ContextSource]) -> ContextConfig:
@@ -956,6 +983,8 @@ class _Start:
     shrink: int
     view: list[BaseMessage]
     room: int
+    repairs: list[MessageRepair]
+    placement: SystemPlacement
     offload: OffloadOutcome | None = None
     history_cut: CutTurn | None = None
 
