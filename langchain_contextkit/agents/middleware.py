@@ -55,6 +55,7 @@ from langchain_contextkit.compaction.compactor import (
 )
 from langchain_contextkit.compaction.summarizers import SUMMARY_CONFIG
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
+from langchain_contextkit.messages import repair_messages, system_placement_for
 from langchain_contextkit.notes.langgraph_store import StoreNoteStore
 from langchain_contextkit.tokens import (
     TokenCounter,
@@ -176,7 +177,11 @@ class InPlaceSummary:
         llm = self.compactor.llm
         if llm is None:
             return None
-        messages = [*view, HumanMessage(instruction)]
+        # The view as the provider takes it: a late system message the model's adapter
+        # would move or refuse becomes a note, as in the agent's own request.
+        messages, _ = repair_messages(
+            [*view, HumanMessage(instruction)], system_messages=system_placement_for(llm)
+        )
         if self.ceiling is not None:
             size = self.fixed + count_message_tokens(messages, self.compactor.token_counter)
             if size > self.ceiling:
