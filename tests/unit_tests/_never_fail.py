@@ -231,6 +231,7 @@ SUMMARISERS: Mapping[str, Callable[[list[BaseMessage]], Reply]] = {
 # --- the agent's side ---------------------------------------------------------------------
 
 _FETCH = re.compile(r"^fetch: (.+)$", re.MULTILINE)
+_BROKEN = re.compile(r"^broken: (.+)$", re.MULTILINE)
 
 
 def agent_reply(messages: list[BaseMessage]) -> Reply:
@@ -239,6 +240,16 @@ def agent_reply(messages: list[BaseMessage]) -> Reply:
     if isinstance(last, ToolMessage):
         return "Done."
     if isinstance(last, HumanMessage):
+        broken = _BROKEN.search(last.text)
+        if broken:  # arguments that are not JSON: LangChain parses them as invalid_tool_calls
+            bad = {
+                "type": "invalid_tool_call",
+                "name": "fetch",
+                "args": '{"key": "' + broken.group(1),
+                "id": f"bad-{zlib.crc32(last.text.encode())}",
+                "error": "Function fetch arguments are not valid JSON.",
+            }
+            return AIMessage("", invalid_tool_calls=[bad])
         found = _FETCH.search(last.text)
         if found:
             keys = [k.strip() for k in found.group(1).split(",") if k.strip()]
