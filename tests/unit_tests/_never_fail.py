@@ -162,17 +162,19 @@ def faithful(messages: list[BaseMessage]) -> Reply:
 
 
 def verbose(messages: list[BaseMessage]) -> Reply:
-    """Every fact, buried in chatter: ten times the cap, the newest facts last."""
+    """Every fact, buried in distinct chatter: ten times the cap, the newest facts last."""
     target = 10 * recap_cap(messages)
     facts = _facts_asked(messages)
+    notes = (f"{_FILLER[k % len(_FILLER)]} (observation {k})" for k in itertools.count())
     lines = ["Facts:"]
-    chatter = itertools.cycle(_FILLER)
-    per_fact = max(1, target // max(1, len(facts)) // 20)
+    per_fact = max(1, target // max(1, len(facts)) // 25)
     for n in facts:
-        lines += [f"- Assistant: {next(chatter)}" for _ in range(per_fact)]
+        lines += [f"- Assistant: {next(notes)}" for _ in range(per_fact)]
         lines.append(f"- User: {fact_line(n)}")
-    while count_tokens("\n".join(lines)) < target:
-        lines.insert(1, f"- Assistant: {next(chatter)}")
+    missing = target - count_tokens("\n".join(lines))
+    if missing > 0:  # the rest up front, as a model that starts with a long preamble
+        pad = f"- Assistant: {next(notes)}"
+        lines[1:1] = [pad] + [f"- Assistant: {next(notes)}" for _ in range(missing // count_tokens(pad))]
     return "\n".join(lines)
 
 
