@@ -50,6 +50,8 @@ from langchain_contextkit import ContextKitMiddleware, PromptRegistry
 from langchain_contextkit.agents.ledger_log import LEDGER_EVENT
 from langchain_contextkit.messages import find_message_problems
 from langchain_contextkit.testing import ScriptedChatModel
+from langchain_contextkit.testing.openai_stub import OpenAIStub, ToolCall, content_text
+from langchain_contextkit.testing.openai_stub import Reply as StubReply
 from langchain_contextkit.tokens import count_message_tokens, count_tokens, count_tool_tokens
 
 SUMMARIES = ("extractive", "model")
@@ -382,7 +384,7 @@ def build(
     *,
     results: Mapping[str, str] | None = None,
     system_prompt: str | None = SYSTEM_PROMPT,
-    checkpointer: bool = True,
+    checkpointer: bool | InMemorySaver = True,
     before: Sequence[Any] = (),
     middleware: ContextKitMiddleware | None = None,
     thread: str = "t",
@@ -396,7 +398,11 @@ def build(
         [fetch_tool(results)],
         system_prompt=system_prompt,
         middleware=[*before, ours],
-        checkpointer=InMemorySaver() if checkpointer else None,
+        checkpointer=(
+            checkpointer
+            if isinstance(checkpointer, InMemorySaver)
+            else InMemorySaver() if checkpointer else None
+        ),
         **agent_kwargs,
     )
     ledgers = LedgerLines()
@@ -583,3 +589,39 @@ def tool_calls_of(run: Run) -> list[dict[str, Any]]:
         for call in m.tool_calls
         if call["name"] == "fetch"
     ]
+
+
+# --- the same service behind ChatOpenAI (OpenAIStub) -----------------------------------------
+
+
+def stub_responder(
+    summariser: Callable[[list[BaseMessage]], Reply] = faithful,
+) -> Callable[[str, list[dict[str, Any]]], StubReply]:
+    """`OpenAIStub`'s responder with the behaviour of `Provider`'s model."""
+
+    def respond(kind: str, messages: list[dict[str, Any]]) -> StubReply:
+        as_messages: list[BaseMessage] = [HumanMessage(content_text(m.get("content"))) for m in messages]
+        if kind == "summary":
+            reply = summariser(as_messages)
+            text = reply if isinstance(reply, str) else reply.text
+            return StubReply(text=text)
+        last = messages[-1] if messages else {}
+        if last.get("role") == "tool":
+            return StubReply(text="Done.")
+        found = _FETCH.search(content_text(last.get("content")))
+        if last.get("role") == "user" and found:
+            turn_id = zlib.crc32(content_text(last.get("content")).encode())
+            keys = [k.strip() for k in found.group(1).split(",") if k.strip()]
+            calls = tuple(
+                ToolCall("fetch", {"key": key}, f"call-{turn_id}-{i}") for i, key in enumerate(keys)
+            )
+            return StubReply(tool_calls=calls)
+        return StubReply(text="Noted.")
+
+    return respond
+
+
+def assert_no_http_400(stub: OpenAIStub) -> None:
+    """The service refused nothing (order, window) and never failed."""
+    refused = [(r.kind, r.status, r.error[:160]) for r in stub.records if r.status != 200]  # noqa: PLR2004
+    assert refused == [], refused
