@@ -40,7 +40,6 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
-    SystemMessage,
     ToolMessage,
 )
 from langchain_core.tools import BaseTool, tool
@@ -50,8 +49,6 @@ from langchain_contextkit import ContextKitMiddleware, PromptRegistry
 from langchain_contextkit.agents.ledger_log import LEDGER_EVENT
 from langchain_contextkit.messages import find_message_problems
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.testing.openai_stub import OpenAIStub, ToolCall, content_text
-from langchain_contextkit.testing.openai_stub import Reply as StubReply
 from langchain_contextkit.tokens import count_message_tokens, count_tokens, count_tool_tokens
 
 SUMMARIES = ("extractive", "model")
@@ -109,7 +106,8 @@ def turn(n: int, *, fact: bool = True, fetch: Sequence[str] = (), filler: int = 
 def _constant_prefix(render: Callable[[int], str]) -> str:
     """The start of an instruction that does not depend on the cap written into it."""
     one, two = render(111), render(222)
-    prefix = "".join(a for a, b in itertools.takewhile(lambda p: p[0] == p[1], zip(one, two)))
+    pairs = zip(one, two, strict=False)
+    prefix = "".join(a for a, _ in itertools.takewhile(lambda p: p[0] == p[1], pairs))
     return prefix[:24]
 
 
@@ -176,7 +174,9 @@ def verbose(messages: list[BaseMessage]) -> Reply:
     missing = target - count_tokens("\n".join(lines))
     if missing > 0:  # the rest up front, as a model that starts with a long preamble
         pad = f"- Assistant: {next(notes)}"
-        lines[1:1] = [pad] + [f"- Assistant: {next(notes)}" for _ in range(missing // count_tokens(pad))]
+        lines[1:1] = [pad] + [
+            f"- Assistant: {next(notes)}" for _ in range(missing // count_tokens(pad))
+        ]
     return "\n".join(lines)
 
 
@@ -323,9 +323,6 @@ class Provider:
         }
         return message
 
-    def requests(self) -> list[list[BaseMessage]]:
-        return list(self.model.requests)
-
     def agent_requests(self) -> list[list[BaseMessage]]:
         return [r for r in self.model.requests if not is_recap_request(r)]
 
@@ -340,7 +337,7 @@ class LedgerLines(BaseCallbackHandler):
         self.lines: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def on_custom_event(self, name: str, data: Any, **_kwargs: Any) -> None:  # noqa: ANN401
+    def on_custom_event(self, name: str, data: Any, **_kwargs: Any) -> None:
         if name == LEDGER_EVENT and isinstance(data, dict):
             with self._lock:
                 self.lines.append(dict(data))
@@ -374,10 +371,6 @@ class Run:
         return requests[-1]
 
 
-def middleware_for(provider: Provider, summaries: str, **kwargs: Any) -> ContextKitMiddleware:  # noqa: ANN401
-    return ContextKitMiddleware.for_model(provider.model, summaries=summaries, **kwargs)  # type: ignore[arg-type]
-
-
 def build(
     provider: Provider,
     summaries: str,
@@ -388,11 +381,11 @@ def build(
     before: Sequence[Any] = (),
     middleware: ContextKitMiddleware | None = None,
     thread: str = "t",
-    **agent_kwargs: Any,  # noqa: ANN401
+    **agent_kwargs: Any,
 ) -> Run:
     """The agent over `provider` with the untuned middleware (and `before` outside it)."""
     results = dict(results or {})
-    ours = middleware or middleware_for(provider, summaries)
+    ours = middleware or ContextKitMiddleware.for_model(provider.model, summaries=summaries)  # type: ignore[arg-type]
     agent = create_agent(
         provider.model,
         [fetch_tool(results)],
@@ -401,7 +394,9 @@ def build(
         checkpointer=(
             checkpointer
             if isinstance(checkpointer, InMemorySaver)
-            else InMemorySaver() if checkpointer else None
+            else InMemorySaver()
+            if checkpointer
+            else None
         ),
         **agent_kwargs,
     )
@@ -410,7 +405,9 @@ def build(
     return Run(provider, agent, config, ledgers, results=results)
 
 
-def play(run: Run, users: Sequence[str | BaseMessage], *, history: Sequence[BaseMessage] = ()) -> Run:
+def play(
+    run: Run, users: Sequence[str | BaseMessage], *, history: Sequence[BaseMessage] = ()
+) -> Run:
     """Send the user turns one by one (with `history` before the first one)."""
     stateless = run.agent.checkpointer is None
     carried: list[BaseMessage] = list(history)
@@ -505,10 +502,6 @@ def ledger_records_a_cut(line: Mapping[str, Any]) -> bool:
     return False
 
 
-def system_of(request: Sequence[BaseMessage]) -> str:
-    return "\n".join(m.text for m in request if isinstance(m, SystemMessage))
-
-
 # --- bulky and multilingual text ------------------------------------------------------------
 
 
@@ -589,39 +582,3 @@ def tool_calls_of(run: Run) -> list[dict[str, Any]]:
         for call in m.tool_calls
         if call["name"] == "fetch"
     ]
-
-
-# --- the same service behind ChatOpenAI (OpenAIStub) -----------------------------------------
-
-
-def stub_responder(
-    summariser: Callable[[list[BaseMessage]], Reply] = faithful,
-) -> Callable[[str, list[dict[str, Any]]], StubReply]:
-    """`OpenAIStub`'s responder with the behaviour of `Provider`'s model."""
-
-    def respond(kind: str, messages: list[dict[str, Any]]) -> StubReply:
-        as_messages: list[BaseMessage] = [HumanMessage(content_text(m.get("content"))) for m in messages]
-        if kind == "summary":
-            reply = summariser(as_messages)
-            text = reply if isinstance(reply, str) else reply.text
-            return StubReply(text=text)
-        last = messages[-1] if messages else {}
-        if last.get("role") == "tool":
-            return StubReply(text="Done.")
-        found = _FETCH.search(content_text(last.get("content")))
-        if last.get("role") == "user" and found:
-            turn_id = zlib.crc32(content_text(last.get("content")).encode())
-            keys = [k.strip() for k in found.group(1).split(",") if k.strip()]
-            calls = tuple(
-                ToolCall("fetch", {"key": key}, f"call-{turn_id}-{i}") for i, key in enumerate(keys)
-            )
-            return StubReply(tool_calls=calls)
-        return StubReply(text="Noted.")
-
-    return respond
-
-
-def assert_no_http_400(stub: OpenAIStub) -> None:
-    """The service refused nothing (order, window) and never failed."""
-    refused = [(r.kind, r.status, r.error[:160]) for r in stub.records if r.status != 200]  # noqa: PLR2004
-    assert refused == [], refused

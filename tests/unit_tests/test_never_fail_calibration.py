@@ -70,7 +70,9 @@ def test_a_per_message_charge_after_a_tiny_request_does_not_refuse_a_large_turn(
     assert second[-1].text == big
 
 
-@pytest.mark.parametrize("overhead", [fixed_overhead, per_message, denser], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "overhead", [fixed_overhead, per_message, denser], ids=lambda f: f.__name__
+)
 def test_a_thread_stays_inside_the_window_in_the_providers_tokens(
     summaries: str, overhead: object
 ) -> None:

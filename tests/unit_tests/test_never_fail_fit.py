@@ -192,7 +192,9 @@ def test_a_system_prompt_at_90_percent_of_the_window_is_served(summaries: str) -
 def test_the_irreducible_case_is_refused_naming_its_parts(summaries: str, what: str) -> None:
     provider = Provider(window=8_000)
     big = bulky(9_000, "x")
-    system, user = (big, turn(1)) if what == "system prompt" else (SYSTEM_PROMPT, f"{big}\n{turn(1)}")
+    system, user = (
+        (big, turn(1)) if what == "system prompt" else (SYSTEM_PROMPT, f"{big}\n{turn(1)}")
+    )
     run = build(provider, summaries, system_prompt=system)
     with pytest.raises(ContextWindowExceeded) as caught:
         play(run, [user])

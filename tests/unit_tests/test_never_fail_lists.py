@@ -53,7 +53,9 @@ def _invalid_pair() -> list[BaseMessage]:
     return [
         HumanMessage(turn(1)),
         AIMessage("", invalid_tool_calls=[bad]),  # type: ignore[list-item]
-        ToolMessage("Error: fetch arguments are not valid JSON.", tool_call_id="bad-1", status="error"),
+        ToolMessage(
+            "Error: fetch arguments are not valid JSON.", tool_call_id="bad-1", status="error"
+        ),
         AIMessage("Sorry, let me try that again."),
     ]
 
@@ -72,7 +74,9 @@ def test_invalid_tool_calls_from_the_model_do_not_end_the_thread(summaries: str)
 
 
 @pytest.mark.parametrize("threaded", [False, True], ids=["stateless", "thread"])
-def test_invalid_tool_calls_in_the_callers_history_are_served(summaries: str, threaded: bool) -> None:
+def test_invalid_tool_calls_in_the_callers_history_are_served(
+    summaries: str, threaded: bool
+) -> None:
     provider = Provider(window=4_000, max_output=500)
     history = _invalid_pair()
     run = build(provider, summaries, results=_results(3), checkpointer=threaded)
@@ -84,7 +88,11 @@ def test_invalid_tool_calls_in_the_callers_history_are_served(summaries: str, th
 @pytest.mark.parametrize("threaded", [False, True], ids=["stateless", "thread"])
 def test_a_system_message_mid_conversation_is_served(summaries: str, threaded: bool) -> None:
     provider = Provider(window=4_000, max_output=500)
-    history: list[BaseMessage] = [HumanMessage(turn(1)), AIMessage("Noted."), SystemMessage(REMINDER)]
+    history: list[BaseMessage] = [
+        HumanMessage(turn(1)),
+        AIMessage("Noted."),
+        SystemMessage(REMINDER),
+    ]
     run = build(provider, summaries, results=_results(3), checkpointer=threaded)
     play(run, [turn(2, fetch=["r2"]), turn(3)], history=history)
     assert_requests_fit_and_valid(run)

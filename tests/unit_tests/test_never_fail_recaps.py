@@ -35,7 +35,7 @@ TURNS = 30
 _RUNS: dict[tuple[Any, ...], Run | BaseException] = {}
 
 
-def _played(key: tuple[Any, ...], play_it: Any) -> Run:  # noqa: ANN401
+def _played(key: tuple[Any, ...], play_it: Any) -> Run:
     """The scenario's run, played once per key (the extractive baseline is shared)."""
     if key not in _RUNS:
         try:
@@ -50,7 +50,9 @@ def _played(key: tuple[Any, ...], play_it: Any) -> Run:  # noqa: ANN401
 
 def _conversation(window: int, summaries: str, behaviour: str) -> Run:
     provider = Provider(
-        window=window, max_output=500 if window < 8_000 else 1_000, summariser=SUMMARISERS[behaviour]
+        window=window,
+        max_output=500 if window < 8_000 else 1_000,
+        summariser=SUMMARISERS[behaviour],
     )
     results = {f"r{n}": bulky(250, f"r{n}") for n in range(1, TURNS + 1)}
     run = build(provider, summaries, results=results)
@@ -107,10 +109,8 @@ FACT_EVERY = 30
 
 
 def _three_hundred(summaries: str) -> Run:
-    # Stateless (the caller passes the history back, as API servers do): a checkpointer
-    # would spend most of this case's time loading 600 messages back on every turn.
     provider = Provider(window=8_000)
-    run = build(provider, summaries, checkpointer=False)
+    run = build(provider, summaries)
     users = [turn(n, fact=n % FACT_EVERY == 1, filler=1) for n in range(1, 301)]
     return play(run, users)
 
@@ -121,5 +121,7 @@ def test_three_hundred_turns(summaries: str) -> None:
     assert_history_whole(run)
     last = facts_in(run.last_request())
     if summaries == "model":
-        baseline = facts_in(_played(("300", "extractive"), lambda: _three_hundred("extractive")).last_request())
+        baseline = facts_in(
+            _played(("300", "extractive"), lambda: _three_hundred("extractive")).last_request()
+        )
         assert len(last) >= len(baseline), f"default {sorted(last)}, extractive {sorted(baseline)}"

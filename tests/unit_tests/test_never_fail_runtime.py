@@ -51,7 +51,7 @@ def test_a_model_switched_mid_thread_gets_requests_sized_for_its_window(summarie
     switched = {"on": False}
 
     @wrap_model_call  # type: ignore[arg-type]
-    def downgrade(request: Any, handler: Any) -> Any:  # noqa: ANN401
+    def downgrade(request: Any, handler: Any) -> Any:
         return handler(request.override(model=small.model) if switched["on"] else request)
 
     run = build(big, summaries, results=_results(range(1, 25)), before=[downgrade])
@@ -97,7 +97,9 @@ def test_a_restart_sends_what_the_warm_process_sends(summaries: str) -> None:
         play(cold, [user])
         warm_requests = [_comparable(r) for r in warm_model.model.requests]
         cold_requests = [_comparable(r) for r in cold_model.model.requests]
-        assert cold_requests == warm_requests, f"turn {n}: the restarted process sent another request"
+        assert cold_requests == warm_requests, (
+            f"turn {n}: the restarted process sent another request"
+        )
     assert any(is_recap_request(r) for r in warm_model.model.requests) or summaries == "extractive"
     assert len(warm.ledgers.lines) == len(warm_model.agent_requests())
     assert any(line["compacted"] for line in warm.ledgers.lines), "no compaction: grow the case"
@@ -133,7 +135,11 @@ async def test_twenty_concurrent_async_threads_stay_apart(summaries: str) -> Non
         stored = run.agent.get_state(config).values["messages"]
         assert facts_in(stored) == own, f"thread {thread}'s history is not its own"
         last_turn = f"Turn {_item(thread, THREAD_TURNS)}:"
-        last = [r for r in requests if any(last_turn in m.text for m in r if isinstance(m, HumanMessage))]
+        last = [
+            r
+            for r in requests
+            if any(last_turn in m.text for m in r if isinstance(m, HumanMessage))
+        ]
         assert last, f"thread {thread} never reached its last turn"
         seen = facts_in(last[-1])
         assert seen <= own, f"thread {thread} was shown another thread's facts {sorted(seen - own)}"
@@ -168,7 +174,9 @@ async def test_async_streaming_turns(summaries: str) -> None:
     for n in range(1, 21):
         user = turn(n, fetch=[f"r{n}"], filler=4)
         run.sent_users.append(user)
-        chunks = [c async for c in run.agent.astream({"messages": [HumanMessage(user)]}, run.config)]
+        chunks = [
+            c async for c in run.agent.astream({"messages": [HumanMessage(user)]}, run.config)
+        ]
         assert chunks
     run.states.append((await run.agent.aget_state(run.config)).values)
     assert_requests_fit_and_valid(run)
