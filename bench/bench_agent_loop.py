@@ -32,6 +32,15 @@ cache-hit ratio of the agent's calls (cached / prompt tokens), uncached input to
 (agent and summariser calls), planted facts present in the last agent request, turns whose
 user message is in the last agent request, and whether the stored history is complete.
 
+Summariser rows (window 8,000, the same 60 turns, `for_model(model)` with a checkpointer):
+the stub's summary reply is bent the ways issue 28 lists: verbose (ten times the cap the
+instruction states, the fact lines spread through chatter), half the fact lines dropped,
+prose without headings, everything on one line, empty, an HTTP 500 (the summariser
+raises), and a tool call instead of a summary; next to them `for_model(model,
+summaries="extractive")`, which never asks the model. Reported: HTTP 400s, turns whose
+invoke failed (any exception), summariser calls and planted facts at the last call.
+Targets: 0 HTTP 400s, 0 failed turns, and facts at the last call >= the extractive row's.
+
 Targets (the untuned default, both ways): window 8,000: 0 HTTP 400s, cache-hit >= 0.95,
 uncached <= 0.6x the anchor's, every planted fact visible at the last call; window
 128,000: no compaction, and the last request holds every turn. Exits 1 on any FAIL.
@@ -40,6 +49,8 @@ uncached <= 0.6x the anchor's, every planted fact visible at the last call; wind
 from __future__ import annotations
 
 import argparse
+import itertools
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -59,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _agent_script as script
 
 from langchain_contextkit.agents.middleware import ContextKitMiddleware
-from langchain_contextkit.testing.openai_stub import OpenAIStub
+from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall, content_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -69,7 +80,7 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
     from langchain_openai import ChatOpenAI
 
-    from langchain_contextkit.testing.openai_stub import RequestRecord
+    from langchain_contextkit.testing.openai_stub import Kind, RequestRecord, Responder
 
     Factory = Callable[[ChatOpenAI], AgentMiddleware[Any, Any, Any] | None]
 
@@ -184,11 +195,13 @@ def run(
     window: int,
     stateless: bool,
     long_results: bool,
+    respond: Responder = script.respond,
+    failures: tuple[type[Exception], ...] = (openai.APIStatusError,),
 ) -> RunResult:
     tool: BaseTool = script.lookup_record if long_results else script.lookup_record_short
     lines_count = script.LONG_LINES if long_results else script.SHORT_LINES
     stub_window = window if build is not no_middleware else UNBOUNDED
-    with OpenAIStub(script.respond, window=stub_window) as stub:
+    with OpenAIStub(respond, window=stub_window) as stub:
         llm = stub.chat_model(max_tokens=MAX_OUTPUT, model=MODEL)
         middleware = build(llm)
         agent = create_agent(
@@ -211,8 +224,8 @@ def run(
                     messages = state["messages"]
                 else:
                     state = agent.invoke({"messages": [question]}, config)
-            except openai.APIStatusError as exc:
-                failed.append((turn, f"{type(exc).__name__}: {exc.message}"))
+            except failures as exc:
+                failed.append((turn, f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"))
                 continue
             compactions += sum(
                 bool(entry.get("compacted")) for entry in state.get("contextkit_ledger", [])[-2:]
@@ -355,6 +368,129 @@ def bench_window(window: int, turns: int, *, long_results: bool, reference: bool
     return check(window, [default, stateless], anchor_run)
 
 
+# --- summarisers that misbehave (issue 28) ---------------------------------------------------
+
+SUMMARISER_WINDOW = 8_000
+_CAP = re.compile(r"at most (\d+) tokens|不超过 (\d+) 个 token", re.IGNORECASE)
+_CHATTER = (
+    "The assistant looked the record up and read its ledger back to the customer.",
+    "The customer thanked the assistant and moved on to the next record.",
+    "Nothing in the ledger lines needed a supervisor.",
+)
+
+
+def _cap(messages: list[dict[str, Any]]) -> int:
+    found = _CAP.search(content_text(messages[-1].get("content")) if messages else "")
+    return int(next(g for g in found.groups() if g)) if found else 500
+
+
+def _verbose(lines: list[str], messages: list[dict[str, Any]]) -> Reply:
+    """Every line, spread through distinct chatter: about ten times the stated cap."""
+    words = 10 * _cap(messages) * 3 // 4  # ~0.75 words a token
+    notes = (f"{_CHATTER[k % 3]} (note {k})" for k in itertools.count())
+    out: list[str] = []
+    per_line = max(1, words // 14 // max(1, len(lines)))
+    for line in lines:
+        out += [next(notes) for _ in range(per_line)]
+        out.append(line)
+    return Reply(text="\n".join(out))
+
+
+def _prose(lines: list[str], _messages: list[dict[str, Any]]) -> Reply:
+    facts = [f"Earlier the customer said: {line}." for line in lines]
+    return Reply(text=" ".join(["So far the customer has asked about records.", *facts]))
+
+
+def _raise(_lines: list[str], _messages: list[dict[str, Any]]) -> Reply:
+    msg = "the summariser is down"
+    raise RuntimeError(msg)  # the stub answers HTTP 500
+
+
+def _tool_call(_lines: list[str], _messages: list[dict[str, Any]]) -> Reply:
+    call = ToolCall(script.TOOL_NAME, {"record_id": "R-001"}, "call_recap")
+    return Reply(tool_calls=(call,))
+
+
+SUMMARISER_BEHAVIOURS: dict[str, Callable[[list[str], list[dict[str, Any]]], Reply]] = {
+    "verbose 10x": _verbose,
+    "drop half": lambda lines, _m: Reply(text="\n".join(lines[::2])),
+    "prose": _prose,
+    "one line": lambda lines, _m: Reply(text="; ".join(lines)),
+    "empty": lambda _lines, _m: Reply(text=""),
+    "raise": _raise,
+    "tool call": _tool_call,
+}
+"""How the stub bends its faithful summary reply (its lines) for each summariser row."""
+
+
+def misbehaving(behaviour: str) -> Responder:
+    """`script.respond`, its summary replies bent by `behaviour`."""
+    bend = SUMMARISER_BEHAVIOURS[behaviour]
+
+    def respond(kind: Kind, messages: list[dict[str, Any]]) -> Reply:
+        reply = script.respond(kind, messages)
+        if kind != "summary":
+            return reply
+        return bend([ln for ln in reply.text.splitlines() if ln.strip()], messages)
+
+    return respond
+
+
+def extractive(llm: ChatOpenAI) -> AgentMiddleware[Any, Any, Any]:
+    return ContextKitMiddleware.for_model(llm, summaries="extractive")
+
+
+def bench_summarisers(turns: int) -> list[str]:
+    """The default under every summariser behaviour, next to the extractive row."""
+    window = SUMMARISER_WINDOW
+
+    def go(label: str, build: Factory, respond: Responder = script.respond) -> RunResult:
+        return run(
+            label,
+            build,
+            turns=turns,
+            window=window,
+            stateless=False,
+            long_results=False,
+            respond=respond,
+            failures=(Exception,),
+        )
+
+    baseline = go("extractive", extractive)
+    rows = [baseline, go("faithful", ours)]
+    rows += [go(name, ours, misbehaving(name)) for name in SUMMARISER_BEHAVIOURS]
+    print(f"\nwindow {window:,}, {turns} turns, for_model(model) under each summariser behaviour")
+    cell = 13
+    print(f"{'':34}" + "".join(f"{r.label:>{cell}}" for r in rows))
+    print("-" * (34 + cell * len(rows)))
+    lines: list[tuple[str, Callable[[RunResult], str]]] = [
+        ("HTTP 400s", lambda r: str(r.http_400s)),
+        ("turns whose invoke failed", lambda r: str(len(r.failed_turns))),
+        ("summariser calls", lambda r: str(sum(x.kind != "agent" for x in r.records))),
+        ("planted facts visible, last call", lambda r: f"{r.facts_visible}/{len(script.FACTS)}"),
+    ]
+    for name, value in lines:
+        print(f"{name:34}" + "".join(f"{value(r):>{cell}}" for r in rows))
+    for r in rows:
+        for turn, error in r.failed_turns[:2]:
+            print(f"  {r.label}, turn {turn}: {error[:150]}")
+    print()
+    checks: list[tuple[bool, str]] = []
+    for r in rows[1:]:
+        checks.append((r.http_400s == 0, f"{r.label}: HTTP 400s {r.http_400s} (target 0)"))
+        checks.append((not r.failed_turns, f"{r.label}: failed turns {len(r.failed_turns)}"))
+        facts = f"{r.label}: facts at the last call {r.facts_visible}"
+        checks.append(
+            (
+                r.facts_visible >= baseline.facts_visible,
+                f"{facts} (extractive {baseline.facts_visible})",
+            )
+        )
+    for ok, text in checks:
+        print(f"{'PASS' if ok else 'FAIL'}: {text}")
+    return [text for ok, text in checks if not ok]
+
+
 RUNS = ((8_000, False), (128_000, False), (8_000, True))
 """(window, long tool results) of a default invocation."""
 
@@ -367,13 +503,21 @@ def main() -> int:
         "--long-results", action="store_true", help="400-token tool results instead of 110"
     )
     parser.add_argument("--no-reference", action="store_true", help="skip the floor run")
+    parser.add_argument(
+        "--summarisers",
+        choices=("with", "without", "only"),
+        default="with",
+        help="the misbehaving-summariser rows at 8k (default: after the other runs)",
+    )
     args = parser.parse_args()
     runs = [(w, args.long_results) for w in args.window] if args.window else list(RUNS)
     failures: list[str] = []
-    for window, long_results in runs:
+    for window, long_results in runs if args.summarisers != "only" else ():
         failures += bench_window(
             window, args.turns, long_results=long_results, reference=not args.no_reference
         )
+    if args.summarisers != "without":
+        failures += bench_summarisers(args.turns)
     print()
     if failures:
         print(f"FAIL: {len(failures)} of the targets missed")
