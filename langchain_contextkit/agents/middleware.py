@@ -42,6 +42,7 @@ from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembl
 from langchain_contextkit.agents.ledger import Anchor, CallLedger, next_call_number, with_ledger
 from langchain_contextkit.agents.ledger_log import LEDGER_EVENT, LedgerWriter, ledger_record
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
+from langchain_contextkit.agents.providers import no_tools_choice
 from langchain_contextkit.calibration import (
     CALIBRATION_KEY,
     Calibration,
@@ -147,11 +148,11 @@ def exact_counter_for(model: object) -> TokenCounter | None:
 class InPlaceSummary:
     """A recap written by the agent's own request plus the instruction (prompt-cached).
 
-    The summary call sends the system prompt, the tool schemas (bound with
-    ``tool_choice="none"``) and the view the model saw last, then the instruction: the
-    provider's prompt cache serves nearly all of its input. It declines (returns None)
-    when that request would not fit the window minus the output reserve, and the
-    compactor then summarises the transcript, in chunks when needed.
+    The summary call sends the system prompt, the tool schemas (bound with "no tools" as
+    the provider says it, `no_tools_choice`) and the view the model saw last, then the
+    instruction: the provider's prompt cache serves nearly all of its input. It declines
+    (returns None) when that request would not fit the window minus the output reserve,
+    and the compactor then summarises the transcript, in chunks when needed.
 
     `budget` is in the counter's own tokens. `ContextKitMiddleware` converts it with the
     largest estimate error of its recent calls (`Calibration.cautious`), not the factor
@@ -188,8 +189,11 @@ class InPlaceSummary:
                 return None
         model: Runnable[Any, BaseMessage] = llm
         if self.request.tools:
+            # "No tools" in the provider's own words (Anthropic refuses the string "none").
+            choice = no_tools_choice(llm)
+            extra = {} if choice is None else {"tool_choice": choice}
             try:
-                model = llm.bind_tools(self.request.tools, tool_choice="none")
+                model = llm.bind_tools(self.request.tools, **extra)
             except (NotImplementedError, TypeError, ValueError):
                 model = llm  # no tools bound: the prefix differs, the summary still works
         system = [self.request.system_message] if self.request.system_message else []
