@@ -39,10 +39,11 @@ from langchain_contextkit._validate import check_count
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents._overflow import overflow_of
 from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
+from langchain_contextkit.agents.cache_marks import apply_cache_marks, mark_stable_prefix
 from langchain_contextkit.agents.ledger import Anchor, CallLedger, next_call_number, with_ledger
 from langchain_contextkit.agents.ledger_log import LEDGER_EVENT, LedgerWriter, ledger_record
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
-from langchain_contextkit.agents.providers import no_tools_choice
+from langchain_contextkit.agents.providers import caches_explicitly, no_tools_choice
 from langchain_contextkit.calibration import (
     CALIBRATION_KEY,
     Calibration,
@@ -165,9 +166,17 @@ class InPlaceSummary:
         compactor: HistoryCompactor,
         request: ModelRequest[Any],
         budget: WindowBudget | None,
+        *,
+        cache_marks: bool = False,
     ) -> None:
-        """Bind the compactor's model to one agent request."""
+        """Bind the compactor's model to one agent request.
+
+        With `cache_marks`, a model that caches only at breakpoints (Claude) gets them
+        where the agent's request had them and at the end of the view, so the recap
+        request reads the agent's cached prefix.
+        """
         self.compactor = compactor
+        self.cache_marks = cache_marks
         self.request = request
         self.ceiling = None if budget is None else budget.window - budget.output_reserve
         self.fixed = 0 if budget is None else budget.fixed
@@ -191,12 +200,21 @@ class InPlaceSummary:
         if self.request.tools:
             # "No tools" in the provider's own words (Anthropic refuses the string "none").
             choice = no_tools_choice(llm)
-            extra = {} if choice is None else {"tool_choice": choice}
+            extra: dict[str, Any] = {} if choice is None else {"tool_choice": choice}
             try:
                 model = llm.bind_tools(self.request.tools, **extra)
             except (NotImplementedError, TypeError, ValueError):
                 model = llm  # no tools bound: the prefix differs, the summary still works
-        system = [self.request.system_message] if self.request.system_message else []
+        system_message = self.request.system_message
+        if self.cache_marks and caches_explicitly(llm):
+            system_message, messages = mark_stable_prefix(
+                messages,
+                system_message=system_message,
+                tools=self.request.tools,
+                model_settings={},
+                room_for_inner=False,
+            )
+        system = [system_message] if system_message else []
         return model, [*system, *messages]
 
     def summarize(self, view: list[BaseMessage], instruction: str) -> str | None:
@@ -490,6 +508,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         on_gate_fail: OnGateFail = "log",
         ledger_path: str | os.PathLike[str] | None = None,
         fallback_window: int | None = None,
+        cache_breakpoints: bool = True,
     ) -> None:
         """Configure the middleware.
 
@@ -533,6 +552,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 whether or not a path is given, for a `LedgerCallbackHandler`.
             fallback_window: The window of a call whose model's profile states none
                 (`window` unset).
+            cache_breakpoints: For models that cache only at ``cache_control``
+                breakpoints (Claude: `caches_explicitly`), mark the end of the recap and of
+                the older turns, within Anthropic's 4 together with
+                ``AnthropicPromptCachingMiddleware``'s (see `cache_marks`); recap
+                requests get the same marks. Other providers' requests are unchanged.
 
         Raises:
             ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
@@ -564,6 +588,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             check_count("fallback_window", fallback_window, minimum=1)
         self.fallback_window = fallback_window
         """The window of a call whose model's profile states none."""
+        self.cache_breakpoints = cache_breakpoints
+        """Whether requests to a model that caches at breakpoints get them."""
         """Appends every call's line to `ledger_path` (None without one)."""
         # For callers that keep no thread: the calibration learnt by this process (a
         # thread's own is in its state, see `_calibration_for`).
@@ -686,7 +712,10 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         compactor = self.assembler.compactor
         in_place = (
             InPlaceSummary(
-                compactor, request, self.assembler.estimator_budget(budget, calibration.cautious())
+                compactor,
+                request,
+                self.assembler.estimator_budget(budget, calibration.cautious()),
+                cache_marks=self.cache_breakpoints,
             )
             if self.summarize_in_place and compactor.llm is not None
             else None
@@ -806,6 +835,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         extended = ExtendedModelResponse(model_response=response, command=Command(update=update))
         return extended, self._log_line(call, ledger)
 
+    def _sendable(self, request: ModelRequest[Any], assembly: WindowAssembly) -> ModelRequest[Any]:
+        """`_sendable`, with cache breakpoints when the model caches only at them."""
+        sendable = _sendable(request, assembly)
+        return apply_cache_marks(sendable) if self.cache_breakpoints else sendable
+
     def _log_line(self, call: _Call, ledger: CallLedger) -> dict[str, Any]:
         """The call's JSON line, written to `ledger_path` when one is set."""
         record = ledger_record(ledger, thread_id=_thread_id(call.request))
@@ -824,11 +858,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         assembly = self._assemble(call)
         retried = False
         try:
-            response = handler(_sendable(request, assembly))
+            response = handler(self._sendable(request, assembly))
         except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
             assembly = self._assemble(call, shrink=self._retry_shrink(call, assembly, error))
             try:
-                response = handler(_sendable(request, assembly))
+                response = handler(self._sendable(request, assembly))
             except Exception as again:
                 raise self._exceeded(assembly, again) from again
             retried = True
@@ -847,11 +881,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         assembly = await self._aassemble(call)
         retried = False
         try:
-            response = await handler(_sendable(request, assembly))
+            response = await handler(self._sendable(request, assembly))
         except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
             assembly = await self._aassemble(call, shrink=self._retry_shrink(call, assembly, error))
             try:
-                response = await handler(_sendable(request, assembly))
+                response = await handler(self._sendable(request, assembly))
             except Exception as again:
                 raise self._exceeded(assembly, again) from again
             retried = True

@@ -1,0 +1,265 @@
+"""Prompt-cache breakpoints where the assembled request's stable prefix ends.
+
+The assembler lays a request out cache-first, ``[system][recap][older turns][retrieval
+block][current turn]``: everything before the block is byte-stable between compactions.
+Providers that cache only at explicit ``cache_control`` breakpoints (Claude, see
+`caches_explicitly`) must be told where that prefix ends, or a request whose retrieval
+block changes every turn re-writes its whole prompt at the first call of every turn.
+
+`mark_stable_prefix` places at most two marks, in this order of value:
+
+1. the end of the older turns (the last message before the retrieval block, or before
+   the current turn when there is no block): the next turn's request reads everything up
+   to there, and any call of this turn reads it too;
+2. the end of the recap: read when the older turns grew past Anthropic's 20-block lookback.
+
+Together with langchain-anthropic's ``AnthropicPromptCachingMiddleware`` (system prompt,
+last tool, and the request's tail through a top-level ``cache_control``) a request stays
+within `MAX_CACHE_BREAKPOINTS`, in either stacking order:
+
+- caching middleware first (outer, recommended): its marks are on the request when ours
+  are placed; its system-prompt mark moves to the recap (which follows the prompt in
+  Anthropic's ``system``, so the entry covers both), and ours take the slots left;
+- ours first (outer): the request carries no marks yet, so ours leave room for what the
+  caching middleware may still add (system, last tool, tail).
+
+The marks are content-block fields (``{"type": "text", ..., "cache_control": ...}``) on
+copies of the messages; the agent's stored history is never touched.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+
+from langchain_contextkit.agents.providers import MAX_CACHE_BREAKPOINTS, caches_explicitly
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from langchain.agents.middleware.types import ModelRequest
+    from langchain_core.messages import AnyMessage
+
+__all__ = [
+    "DEFAULT_CACHE_CONTROL",
+    "apply_cache_marks",
+    "count_cache_marks",
+    "mark_message",
+    "mark_stable_prefix",
+    "stable_prefix_ends",
+]
+
+DEFAULT_CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
+"""The breakpoint placed: Anthropic's default 5-minute cache."""
+
+_RETRIEVAL_ID = "contextkit-retrieval"  # agents.assembler.RETRIEVAL_ID (not imported: no cycle)
+_RECAP_ID_PREFIX = "contextkit-recap-"  # compaction.compactor.RECAP_ID_PREFIX
+
+
+def _blocks_marked(content: object) -> int:
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for block in content if isinstance(block, dict) and "cache_control" in block)
+
+
+def _tool_marked(tool: object) -> bool:
+    if isinstance(tool, BaseTool):
+        return "cache_control" in (tool.extras or {})
+    return isinstance(tool, dict) and "cache_control" in tool
+
+
+def count_cache_marks(
+    *,
+    system_message: SystemMessage | None,
+    tools: Sequence[Any],
+    messages: Sequence[BaseMessage],
+    model_settings: Mapping[str, Any],
+) -> int:
+    """Breakpoints a request already carries: blocks, tools and a top-level mark.
+
+    Args:
+        system_message: The request's system message.
+        tools: Its tools (`BaseTool` extras or schema dicts may hold a mark).
+        messages: Its messages.
+        model_settings: Its model settings (a top-level ``cache_control`` is one mark).
+
+    Returns:
+        How many of Anthropic's `MAX_CACHE_BREAKPOINTS` are taken.
+    """
+    marks = 1 if model_settings.get("cache_control") else 0
+    marks += sum(1 for tool in tools if _tool_marked(tool))
+    if system_message is not None:
+        marks += _blocks_marked(system_message.content)
+    return marks + sum(_blocks_marked(m.content) for m in messages)
+
+
+def _is_recap(message: BaseMessage) -> bool:
+    return isinstance(message.id, str) and message.id.startswith(_RECAP_ID_PREFIX)
+
+
+def stable_prefix_ends(messages: Sequence[BaseMessage]) -> tuple[int | None, int | None]:
+    """Where the recap and the older turns end in an assembled request (indexes).
+
+    The current turn starts at the last human message that is neither the recap nor the
+    retrieval block; the older turns end before the block, else before that turn.
+
+    Returns:
+        ``(recap, older)``: the recap's index and the older turns' last index, each None
+        when the request has none.
+    """
+    recap = next((i for i, m in enumerate(messages) if _is_recap(m)), None)
+    block = next((i for i, m in enumerate(messages) if m.id == _RETRIEVAL_ID), None)
+    turn = next(
+        (
+            i
+            for i in range(len(messages) - 1, -1, -1)
+            if isinstance(messages[i], HumanMessage) and i != block and not _is_recap(messages[i])
+        ),
+        None,
+    )
+    dynamic = [i for i in (block, turn) if i is not None]
+    end = (min(dynamic) if dynamic else len(messages)) - 1
+    first = -1 if recap is None else recap
+    return recap, end if end > first else None
+
+
+def mark_message(message: BaseMessage, cache_control: Mapping[str, Any]) -> BaseMessage | None:
+    """A copy of `message` with a breakpoint on its last text block (None: none to mark).
+
+    Only non-empty text blocks take the mark: langchain-anthropic rebuilds ``tool_use``
+    blocks from the tool calls (a mark there is lost) and Anthropic refuses empty text.
+    A tool message's mark is moved onto its ``tool_result`` by the adapter.
+    """
+    content = message.content
+    if isinstance(content, str):
+        if not content.strip():
+            return None
+        blocks: list[Any] = [
+            {"type": "text", "text": content, "cache_control": dict(cache_control)}
+        ]
+        return message.model_copy(update={"content": blocks})
+    for index in range(len(content) - 1, -1, -1):
+        block = content[index]
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "text"
+            and str(block.get("text", "")).strip()
+        ):
+            marked = [*content]
+            marked[index] = {**block, "cache_control": dict(cache_control)}
+            return message.model_copy(update={"content": marked})
+    return None
+
+
+def _without_marks(message: SystemMessage) -> SystemMessage:
+    content = message.content
+    if not isinstance(content, list):
+        return message
+    blocks = [
+        {k: v for k, v in block.items() if k != "cache_control"}
+        if isinstance(block, dict)
+        else block
+        for block in content
+    ]
+    return message.model_copy(update={"content": blocks})
+
+
+def _inner_marks(system_message: SystemMessage | None, tools: Sequence[Any]) -> int:
+    """What a caching middleware inside ours may still add: system, last tool, tail."""
+    system = 1 if system_message is not None and system_message.text.strip() else 0
+    tool = 1 if tools and isinstance(tools[-1], BaseTool) else 0
+    return system + tool + 1
+
+
+def _mark_back(
+    messages: list[BaseMessage], last: int, first: int, cache_control: Mapping[str, Any]
+) -> bool:
+    """Mark the latest markable message in ``messages[first..last]`` in place.
+
+    Returns:
+        Whether a new mark was placed (False when none fits or one is there already).
+    """
+    for index in range(last, first - 1, -1):
+        message = messages[index]
+        if _blocks_marked(message.content):
+            return False  # already ends an entry (two ends fell on one message)
+        if isinstance(message, AIMessage) and message.tool_calls:
+            continue  # its text precedes its tool calls: the entry would split the pair
+        marked = mark_message(message, cache_control)
+        if marked is not None:
+            messages[index] = marked
+            return True
+    return False
+
+
+def mark_stable_prefix(
+    messages: Sequence[BaseMessage],
+    *,
+    system_message: SystemMessage | None,
+    tools: Sequence[Any],
+    model_settings: Mapping[str, Any],
+    cache_control: Mapping[str, Any] = DEFAULT_CACHE_CONTROL,
+    room_for_inner: bool = True,
+) -> tuple[SystemMessage | None, list[BaseMessage]]:
+    """Breakpoints at the end of the older turns and of the recap, within the limit.
+
+    Args:
+        messages: The assembled request's messages (not modified).
+        system_message: Its system message.
+        tools: Its tools.
+        model_settings: Its model settings.
+        cache_control: The mark to place.
+        room_for_inner: When the request carries no marks yet, leave room for those a
+            caching middleware called after this one may add (False for a request sent
+            directly, as a recap request is).
+
+    Returns:
+        The system message (its mark moved to the recap when there is one) and the
+        messages with the marks.
+    """
+    marked = list(messages)
+    existing = count_cache_marks(
+        system_message=system_message, tools=tools, messages=marked, model_settings=model_settings
+    )
+    reserve = _inner_marks(system_message, tools) if room_for_inner and not existing else 0
+    free = MAX_CACHE_BREAKPOINTS - existing - reserve
+    recap, older = stable_prefix_ends(marked)
+    if (
+        recap is not None
+        and system_message is not None
+        and _blocks_marked(system_message.content)
+        and isinstance(marked[recap], SystemMessage)
+    ):
+        # The recap follows the prompt in Anthropic's `system`: one entry covers both.
+        moved = mark_message(marked[recap], cache_control)
+        if moved is not None:
+            free += _blocks_marked(system_message.content) - 1
+            system_message = _without_marks(system_message)
+            marked[recap] = moved
+            recap = None
+    first = 0 if recap is None else recap + 1
+    if older is not None and free > 0 and _mark_back(marked, older, first, cache_control):
+        free -= 1
+    if recap is not None and free > 0:
+        marked[recap] = mark_message(marked[recap], cache_control) or marked[recap]
+    return system_message, marked
+
+
+def apply_cache_marks(request: ModelRequest[Any]) -> ModelRequest[Any]:
+    """`request` with its stable prefix marked, when its model caches only at marks.
+
+    A model that caches on its own (OpenAI, Gemini) gets the request unchanged.
+    """
+    if not caches_explicitly(request.model):
+        return request
+    system_message, messages = mark_stable_prefix(
+        request.messages,
+        system_message=request.system_message,
+        tools=request.tools,
+        model_settings=request.model_settings,
+    )
+    return request.override(
+        system_message=system_message, messages=cast("list[AnyMessage]", messages)
+    )
