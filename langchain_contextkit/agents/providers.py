@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from langchain_core.runnables import RunnableBinding
+
 __all__ = [
     "MAX_CACHE_BREAKPOINTS",
     "Provider",
@@ -56,9 +58,8 @@ def provider_of(model: object) -> Provider:
 
     A subclass counts as its base's family (a stand-in built on `ChatAnthropic` is Claude).
     """
-    bound = getattr(model, "bound", None)  # a RunnableBinding: the model it wraps
-    if bound is not None and not hasattr(model, "_generate"):
-        model = bound
+    while isinstance(model, RunnableBinding):  # bind_tools / bind: the model it wraps
+        model = model.bound
     for cls in type(model).__mro__:
         family = _CLASS_FAMILIES.get(cls.__name__)
         if family is not None:
