@@ -113,6 +113,10 @@ class Usage:
     cache_read: int | None = None
     """Input tokens served from the provider's prompt cache, when it says."""
 
+    cache_write: int | None = None
+    """Input tokens written to the prompt cache (Anthropic's cache creation, billed above
+    plain input), when the provider says."""
+
 
 def reported_usage(message: BaseMessage | None) -> Usage | None:
     """The input usage an AI message reports (LangChain's normalised shape), if any.
@@ -128,7 +132,14 @@ def reported_usage(message: BaseMessage | None) -> Usage | None:
         return None
     details = usage.get("input_token_details") or {}
     cache_read = details.get("cache_read")
-    return Usage(tokens, cache_read if isinstance(cache_read, int) else None)
+    cache_write = details.get("cache_creation")
+    # `input_tokens` is the whole input (plain + read + written: langchain-anthropic adds
+    # the cache's parts back), so calibration sees the request's real size either way.
+    return Usage(
+        tokens,
+        cache_read if isinstance(cache_read, int) else None,
+        cache_write if isinstance(cache_write, int) else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,6 +74,9 @@ class CallLedger:
     """Input tokens the provider reported for this call (None until it returned)."""
     cache_read: int | None = None
     """Of `reported`, the tokens served from the provider's prompt cache."""
+    cache_write: int | None = None
+    """Of `reported`, the tokens written to the prompt cache (Anthropic: 1.25x the price
+    of plain input)."""
     retried: bool = False
     """The provider refused the first request as too long; this is the retry's ledger."""
     offloaded: int = 0
@@ -110,7 +113,12 @@ class CallLedger:
         """This ledger with what the provider reported for the call (unchanged without)."""
         if usage is None:
             return self
-        return replace(self, reported=usage.input_tokens, cache_read=usage.cache_read)
+        return replace(
+            self,
+            reported=usage.input_tokens,
+            cache_read=usage.cache_read,
+            cache_write=usage.cache_write,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for graph state and JSON."""

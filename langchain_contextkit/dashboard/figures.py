@@ -54,6 +54,12 @@ class LedgerFigures:
     """Calls that carry a quality gate's result."""
     gate_failures: int
     """Of those, the calls whose gate did not pass."""
+    cache_write_rate: float | None = None
+    """Cache-write tokens over reported input tokens (None when no call reports writes;
+    only providers that cache at breakpoints, Anthropic, report them)."""
+    input_cost: float | None = None
+    """Reported input in plain-input-token units: plain + 1.25 x written + 0.1 x read
+    (Anthropic's 5-minute prices; None when no call reports usage)."""
 
     @property
     def input_source(self) -> str:
@@ -167,7 +173,14 @@ def _figures(records: Sequence[Mapping[str, Any]], thread: str | None) -> Ledger
     shares = [_number(r.get("retrieval")) / _prompt(r) for r in records if _prompt(r) > 0]
     gates = [r.get("gate") for r in records if isinstance(r.get("gate"), Mapping)]
     compactions = sum(1 for r in records if r.get("compacted") is True)
+    written = [int(r["cache_write"]) for r in reported if _is_int(r.get("cache_write"))]
+    total = sum(int(r["reported"]) for r in reported)
+    plain = total - cached - sum(written)
     return LedgerFigures(
+        cache_write_rate=sum(written) / total if written and total else None,
+        input_cost=(
+            plain + _WRITE_PRICE * sum(written) + _READ_PRICE * cached if reported else None
+        ),
         thread_id=thread,
         calls=calls,
         input_mean=sum(values) / calls if calls else 0.0,
@@ -212,6 +225,21 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
+_WRITE_PRICE = 1.25
+"""A token written to Anthropic's 5-minute cache, in plain input tokens."""
+_READ_PRICE = 0.1
+"""A token read from a prompt cache, in plain input tokens."""
+
+
+def _writes(figures: LedgerFigures) -> str:
+    if figures.cache_write_rate is None or figures.input_cost is None:
+        return "n/a: no call reports cache writes"
+    return (
+        f"{figures.cache_write_rate:.1%} of reported input tokens written to the cache; "
+        f"input cost {figures.input_cost:,.0f} plain-token units (write 1.25x, read 0.1x)"
+    )
+
+
 def _rows(figures: LedgerFigures) -> list[tuple[str, str]]:
     calls = figures.calls
     if figures.input_source == "reported":
@@ -244,6 +272,7 @@ def _rows(figures: LedgerFigures) -> list[tuple[str, str]]:
             f"mean {figures.input_mean:,.0f}, p95 {figures.input_p95:,} ({source})",
         ),
         ("cache-hit rate", cache),
+        ("cache writes", _writes(figures)),
         ("evidence share", evidence),
         ("compactions", f"{figures.compactions} ({figures.compactions_per_100:.1f} per 100 calls)"),
         ("overflow retries", str(figures.overflow_retries)),

@@ -37,7 +37,7 @@ Example:
     none = {"type": "tool", "name": "none"}
     status, refused = stub.handle({**body, "messages": [], "tool_choice": none})
     print(status, refused["error"]["type"])
-    # 1200 1200
+    # 1201 1201
     # 400 invalid_request_error
     ```
 """

@@ -12,6 +12,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_contextkit import CallableSource, ContextKitMiddleware, RetrievalResult
+from langchain_contextkit.dashboard.figures import summarize_ledgers
 from langchain_contextkit.testing.anthropic_stub import AnthropicStub, Reply, ToolCall
 
 MARK = {"type": "ephemeral"}
@@ -146,6 +147,20 @@ def test_an_agent_with_a_retrieval_block_reads_its_older_turns_from_the_cache(
         for turn in range(14):
             agent.invoke({"messages": [HumanMessage(f"Where is order O-{turn}?")]}, config)
         records = stub.records
+        ledgers = agent.get_state(config).values["contextkit_ledger"]
+    # The ledger reads Anthropic's usage: the whole input, and the cache's two parts of it.
+    last = ledgers[-1]
+    assert last["reported"] == records[-1].prompt_tokens
+    assert (last["cache_read"], last["cache_write"]) == (
+        records[-1].cache_read,
+        records[-1].cache_write,
+    )
+    figures = summarize_ledgers(ledgers).overall
+    assert "written to the cache" in summarize_ledgers(ledgers).text()
+    assert figures.cache_write_rate is not None
+    assert figures.input_cost is not None
+    if marks:
+        assert figures.input_cost < sum(r["reported"] for r in ledgers)
     assert all(r.status == 200 for r in records), [r.error for r in records if r.status != 200]
     summaries = [r for r in records if r.kind == "summary"]
     firsts = [
