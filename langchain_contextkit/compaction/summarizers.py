@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, get_args
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.constants import TAG_NOSTREAM
 
+from langchain_contextkit.compaction._recap_reduce import BULLET, ITEM_LABEL, reduce_to_tokens
 from langchain_contextkit.compaction.facts import (
     RECAP_SECTIONS,
     RecapSection,
@@ -49,7 +50,7 @@ from langchain_contextkit.compaction.facts import (
 )
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.prompts import FIDELITIES, Fidelity, Language, PromptRegistry
-from langchain_contextkit.tokens import TokenCounter, count_tokens, truncate_to_tokens
+from langchain_contextkit.tokens import TokenCounter, count_tokens
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -63,6 +64,7 @@ __all__ = [
     "Summarize",
     "check_fidelity",
     "compose_extension",
+    "reduce_recap",
     "render_transcript",
     "structured_recap",
     "summarizer_from_llm",
@@ -197,10 +199,6 @@ _SPEAKER = re.compile(r"^(?:- )?(User|Assistant|System|Tool(?: \([^)]*\))?):\s*"
 """The labels `render_transcript` writes, bare or as a summary's ``- Label:`` lines (a
 map-reduce merges summaries): only these start a new speaker."""
 
-_ITEM_LABEL = re.compile(r"^(User|Assistant|System|Note|Tool(?: \([^)]*\))?|Step \d+):\s+")
-"""The origin a recap item names (``- User: ...``); an item without one has none."""
-
-_BULLET = re.compile(r"^(?:[-*•·]|\d{1,2}[.)])\s+")
 _HEADING_DECORATION = " \t#*_[]【】:："
 _OWN_NOTE = re.compile(r"\s*[(（](?:owner|due|负责人|截止)[:：][^()（）]*[)）]$")
 """The owner/deadline note a recap writes after an action item (read back, not kept)."""
@@ -474,8 +472,9 @@ def structured_recap(
     Three cases, told apart by the section headings `PromptRegistry.recap_format` asks
     for (markdown ``#``, ``**`` and colons aside, any language's defaults):
 
-    - No recap heading at all: prose. It is kept as written (trimmed, cut to
-      `max_tokens`) and its tier is None: the model chose its own format.
+    - No recap heading at all: prose. It is kept as written (trimmed; over `max_tokens`,
+      reduced sentence by sentence by score, `reduce_recap`) and its tier is None: the
+      model chose its own format.
     - The structure: every line after a known heading, items as ``- Role: text`` (an
       item naming no origin is kept as ``- text`` and ranks as the user's, as a small
       cap's instruction asks: `PromptRegistry.recap_format`). It comes back canonical
@@ -507,7 +506,7 @@ def structured_recap(
         return None  # empty, or a placeholder
     lines = [line.strip() for line in stripped.splitlines() if line.strip()]
     if all(recap_heading_of(line, registry) is None for line in lines):
-        return truncate_to_tokens(stripped, max_tokens, counter), None  # prose, as written
+        return reduce_recap(stripped, max_tokens, prompts=registry, counter=counter), None
     items = _section_items(lines, registry)
     if not items:
         return None
@@ -515,9 +514,42 @@ def structured_recap(
         max_tokens=max_tokens, counter=counter, prompts=registry, fidelity=fidelity
     )
     text, tier = summarizer._fitted(items, trusted=True)  # noqa: SLF001 - this module's
-    if not text:  # no whole line fits: the recap cut to the cap, not nothing
-        text = truncate_to_tokens(render_recap(items, registry), max_tokens, counter)
+    if not text:  # no whole line fits: its best sentences, not nothing
+        whole = render_recap(items, registry)
+        text = reduce_recap(whole, max_tokens, prompts=registry, counter=counter)
     return text, tier
+
+
+def reduce_recap(
+    text: str, max_tokens: int, *, prompts: PromptRegistry, counter: TokenCounter = count_tokens
+) -> str:
+    r"""A recap (structured or prose) within `max_tokens`, its weakest units dropped.
+
+    Never cut at its end: each item (prose: each sentence) is scored as the extractive
+    summariser scores a recap's items (the user's facts, decisions, numbers and ids
+    first), and the best are kept in their order, under their headings.
+
+    Example:
+        ```python
+        from langchain_contextkit import PromptRegistry
+        from langchain_contextkit.compaction.summarizers import reduce_recap
+
+        reply = "We chatted a while about the weather today. Order 4471 ships on 2025-03-02."
+        print(reduce_recap(reply, 16, prompts=PromptRegistry()))
+        # Order 4471 ships on 2025-03-02.
+        ```
+    """
+
+    def score(unit: str, label: str | None, under: bool) -> int:  # noqa: FBT001 - UnitScore
+        return _item_score(unit, label, "facts" if under else None)
+
+    return reduce_to_tokens(
+        text,
+        max_tokens,
+        counter,
+        score=score,
+        is_heading=lambda line: recap_heading_of(line, prompts) is not None,
+    )
 
 
 def _section_items(lines: list[str], registry: PromptRegistry) -> list[_Sentence] | None:
@@ -547,7 +579,7 @@ _EMPTY_ITEMS = frozenset({"", "none", "n a", "na", "nothing", "无", "暂无", "
 
 def _looks_like_heading(line: str) -> bool:
     """A line that is a heading, not an item: ``# X``, ``**X**`` or a short ``X:``."""
-    if _BULLET.match(line):
+    if BULLET.match(line):
         return False
     if line.startswith("#") or (line.startswith("**") and line.rstrip(":：").endswith("**")):
         return True
@@ -666,8 +698,8 @@ _MAX_HEADING = 40
 
 def _recap_item(line: str) -> tuple[str | None, str]:
     """An item line's origin (None when it names none) and its text, note removed."""
-    body = _BULLET.sub("", line.strip(), count=1)
-    match = _ITEM_LABEL.match(body)
+    body = BULLET.sub("", line.strip(), count=1)
+    match = ITEM_LABEL.match(body)
     label, text = (match.group(1), body[match.end() :]) if match else (None, body)
     return label, _OWN_NOTE.sub("", text).strip()
 
