@@ -3,9 +3,10 @@
 A summariser's reply may run far over its cap, drop half of what it was given, come back
 as prose or on one line. The reply is reduced by score (`summarizers.reduce_recap`: the
 user's facts, decisions, numbers and ids first), and the *floor* is added back: the
-user's items and the decisions that the extractive recap of the same span, at the same
-cap, keeps and the reply lacks. They are scored above the reply's own lines, so they
-stay when the cap is tight; what the reply says beyond them fills the room left.
+user's facts (their items with a distinctive token, below) and the decisions that the
+extractive recap of the same span, at the same cap, keeps and the reply lacks. They are
+scored above the reply's own lines, so they stay when the cap is tight; what the reply
+says beyond them fills the room left.
 
 When a reply lacks an item (the rule):
     The item's distinctive tokens are its salient facts (`facts.salient_facts`: numbers,
@@ -78,9 +79,17 @@ def lacks(item: str, text: str) -> bool:
 
 
 def floor_items(extractive: str, prompts: PromptRegistry) -> list[_Sentence]:
-    """The extractive recap's user items and decisions: what no recap may keep fewer of."""
+    """The extractive recap's user facts and decisions: what no recap may keep fewer of.
+
+    A user's item is a fact when it has a distinctive token; a question or a remark
+    without one is left to the summariser's judgement.
+    """
     items = _previous_sentences(extractive.splitlines(), prompts)
-    return [s for s in items if s.label in {None, "User"} or s.section == "decisions"]
+    return [
+        s
+        for s in items
+        if s.section == "decisions" or (s.label in {None, "User"} and distinctive_tokens(s.text))
+    ]
 
 
 def held_recap(

@@ -153,7 +153,7 @@ def _pieces(body: str, max_tokens: int, counter: TokenCounter) -> list[str]:
             continue
         run, run_cost = "", 0
         for word in sentence.split():
-            for number, part in enumerate(_word_parts(word, size, counter)):
+            for number, part in enumerate(_word_parts(word, size, max_tokens, counter)):
                 cost = counter(part) + 1
                 if run and run_cost + cost > size:
                     out.append(run)
@@ -167,10 +167,10 @@ def _pieces(body: str, max_tokens: int, counter: TokenCounter) -> list[str]:
     return [piece for piece in out if piece]
 
 
-def _word_parts(word: str, size: int, counter: TokenCounter) -> list[str]:
-    """`word`, or pieces of it when it alone exceeds `size` (a CJK run has no spaces)."""
+def _word_parts(word: str, size: int, limit: int, counter: TokenCounter) -> list[str]:
+    """`word`, or pieces of `size` when it alone exceeds `limit` (a CJK run has no spaces)."""
     cost = counter(word)
-    if cost <= size:
+    if cost <= limit:
         return [word]
     step = max(1, len(word) * size // (cost + 1))
     return [word[i : i + step] for i in range(0, len(word), step)]

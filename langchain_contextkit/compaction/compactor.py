@@ -776,7 +776,10 @@ class HistoryCompactor:
                 msg = "the summariser returned no text"
                 raise ValueError(msg)
             # Nothing salient in this span: a small recap that says so, not a failure.
-            text = self.prompts.empty_recap(plan.covered + end)
+            text = self._empty_recap(plan, end)
+            if not text:
+                msg = "the summariser returned no text"
+                raise ValueError(msg)
         fitted = structured_recap(
             text,
             max_tokens=plan.cap,
@@ -1060,7 +1063,7 @@ class HistoryCompactor:
         """Commit a summary; None when the summariser gave nothing usable."""
         if kind == "extractive" and (not isinstance(text, str) or not text.strip()):
             # Nothing salient in the aged span: a small recap that says so, not a failure.
-            text = self.prompts.empty_recap(plan.covered + plan.cut)
+            text = self._empty_recap(plan, plan.cut)
         if not isinstance(text, str) or not text.strip():
             return None
         text, fidelity = self._structured(plan, text, kind)
@@ -1143,6 +1146,14 @@ class HistoryCompactor:
             counter=self.token_counter,
             fidelity=self.fidelity,
         )
+
+    def _empty_recap(self, plan: _Plan, end: int) -> str:
+        """The recap of `plan`'s messages up to `end` when none was worth keeping.
+
+        "" when even that does not fit the cap (a cap of a few tokens).
+        """
+        text = self.prompts.empty_recap(plan.covered + end)
+        return text if self.token_counter(text) <= plan.cap else ""
 
     def _reduced(self, text: str, cap: int) -> str:
         """`text` within `cap`, reduced by score (`summarizers.reduce_recap`), never cut."""
