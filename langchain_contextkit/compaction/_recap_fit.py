@@ -1,24 +1,25 @@
-"""A model's recap held to its cap, never keeping less than the extractive recap would.
+"""A model's recap held to its cap, keeping what the extractive recap would keep.
 
 A summariser's reply may run far over its cap, drop half of what it was given, come back
-as prose or on one line. The reply is reduced by score (`summarizers.reduce_recap`: the
-user's facts, decisions, numbers and ids first), and the *floor* is added back: the
-user's facts (their items with a distinctive token, below) and the decisions that the
-extractive recap of the same span, at the same cap, keeps and the reply lacks. They are
-scored above the reply's own lines, so they stay when the cap is tight; what the reply
-says beyond them fills the room left.
+as prose or on one line. The reply is reduced by score, never cut at its end, and the
+*floor* is added back: the user's facts (their items with a distinctive token, below)
+and the decisions that the extractive recap of the same span, at the same cap, keeps and
+the reply lacks. Three ranks compete for the cap, each by score (`summarizers`' scoring:
+the user's facts, decisions, numbers and ids first): the reply's own facts and decisions,
+then the floor's items it lacks, then the rest of the reply. So a reply's filler, however
+long, gives way to the user's facts; and a reply that keeps facts the extractive
+selection would not (it judges better than a score) keeps them.
 
 When a reply lacks an item (the rule):
     The item's distinctive tokens are its salient facts (`facts.salient_facts`: numbers,
     dates, amounts, ids) and its proper names (capitalised words other than its first).
     The reply lacks the item when any of them is missing from it as a whole token (``12``
     is not in ``TKT-4812``, nor ``item-7`` in ``item-70``). An item with no distinctive
-    token is lacking when its words (case and punctuation aside) do not occur in the reply.
+    token (a decision) is lacking when its words, case and punctuation aside, do not
+    occur in the reply.
 
-If the reduced reply with the items added back still misses one (a reply line that
-carried an item was dropped to make room), that item is added too, a bounded number of
-rounds; should that not settle, the extractive recap itself is the recap, so the result
-never keeps fewer of the floor's items than the extractive one.
+A floor item that the reduced reply no longer holds (the reply's line that carried it
+went to make room) is then added in its own right, a bounded number of rounds.
 """
 
 from __future__ import annotations
@@ -27,14 +28,15 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.compaction.facts import normalised, salient_facts
+from langchain_contextkit.compaction._recap_reduce import reduce_to_tokens
+from langchain_contextkit.compaction.facts import has_decision, normalised, salient_facts
 from langchain_contextkit.compaction.summarizers import (
     ExtractiveSummarizer,
     _previous_sentences,
     _section_items,
     _Sentence,
     recap_heading_of,
-    reduce_recap,
+    unit_score,
 )
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["distinctive_tokens", "floor_items", "held_recap", "lacks"]
 
 _ROUNDS = 4
-"""Rounds of adding back items a reduction dropped, before the extractive recap stands in."""
+"""Rounds of adding back the floor's items that a reduction dropped with a reply's line."""
 
 _NAME = re.compile(r"(?<![\w-])[A-Z][a-z]+[A-Za-z]*(?![\w-])")
 _MIN_NAME = 3
@@ -97,7 +99,6 @@ def held_recap(
     tier: Fidelity | None,
     *,
     floor: str,
-    floor_tier: Fidelity | None,
     max_tokens: int,
     prompts: PromptRegistry,
     counter: TokenCounter,
@@ -105,11 +106,14 @@ def held_recap(
 ) -> tuple[str, Fidelity | None]:
     """`reply` within `max_tokens`, with the floor's items it lacks added back.
 
+    Three ranks compete for the cap, each by score within it: the reply's own facts
+    and decisions (units with a distinctive token, or a decision), then the floor's items
+    the reply lacks, then the rest of the reply (its words without a fact).
+
     Args:
         reply: The summariser's recap as read (canonical sections, or prose), not reduced.
         tier: Its fidelity tier (None for prose or a format of its own).
         floor: The extractive recap of the same span at the same cap ("" for none).
-        floor_tier: The tier `floor` was written at.
         max_tokens: The recap's cap.
         prompts: Headings and language.
         counter: Counts the tokens of one string.
@@ -126,52 +130,67 @@ def held_recap(
     summarizer = ExtractiveSummarizer(
         max_tokens=max_tokens, counter=counter, prompts=prompts, fidelity=fidelity
     )
+    text, used_tier = reply, tier
     for _ in range(_ROUNDS):
-        used_tier: Fidelity | None = tier
         if items is not None:
             text, used_tier = _with_items(summarizer, items, added)
         else:
-            text = _with_lines(reply, added, max_tokens, prompts, counter)
+            text = _with_lines(lines, added, max_tokens, prompts, counter)
+        # A reply's line that carried a floor item may have made room for another: its
+        # item then competes in its own right.
         missing = [s for s in needed if s not in added and lacks(s.text, text)]
         if not missing:
-            return text, used_tier
+            break
         added += missing
-    return floor, floor_tier
+    return text, used_tier
+
+
+_REPLY_FACT = 2_000
+_FLOOR = 1_000
+"""Rank offsets: the reply's facts, then the floor's items, then the reply's other words."""
+
+
+def _rank(text: str, score: int) -> int:
+    """A reply unit's score, raised to the first rank when it states a fact or decision."""
+    return score + _REPLY_FACT if distinctive_tokens(text) or has_decision(text) else score
 
 
 def _with_items(
     summarizer: ExtractiveSummarizer, items: Sequence[_Sentence], added: Sequence[_Sentence]
 ) -> tuple[str, Fidelity]:
-    """A structured reply's items and the added ones, chosen by score within the cap.
+    """A structured reply's items and the added ones, chosen by rank within the cap.
 
-    The added items rank above every item of the reply and follow its items in their
-    sections.
+    The added items follow the reply's items in their sections.
     """
-    top = max((s.score for s in items), default=0) + 1
     after = len(items)
+    ranked = [dataclasses.replace(s, score=_rank(s.text, s.score)) for s in items]
     boosted = [
-        dataclasses.replace(s, position=after + n, score=top + s.score) for n, s in enumerate(added)
+        dataclasses.replace(s, position=after + n, score=_FLOOR + s.score)
+        for n, s in enumerate(added)
     ]
-    return summarizer._fitted([*items, *boosted], trusted=True)  # noqa: SLF001 - the format's own
+    return summarizer._fitted([*ranked, *boosted], trusted=True)  # noqa: SLF001 - the format's own
 
 
 def _with_lines(
-    reply: str,
+    lines: Sequence[str],
     added: Sequence[_Sentence],
     max_tokens: int,
     prompts: PromptRegistry,
     counter: TokenCounter,
 ) -> str:
-    """Prose (or a format of the summariser's own), reduced, then the added items' lines."""
-    lines = "\n".join(s.line(prompts) for s in added)
-    if not lines:
-        return reduce_recap(reply, max_tokens, prompts=prompts, counter=counter)
-    room = max_tokens - counter(lines) - 1
-    for _ in range(_ROUNDS):
-        prose = reduce_recap(reply, room, prompts=prompts, counter=counter) if room > 0 else ""
-        text = f"{prose}\n{lines}" if prose else lines
-        over = counter(text) - max_tokens
-        if over <= 0:
-            return text
-        room -= over
-    return lines
+    """Prose (or a format of the summariser's own) and the added items' lines after it."""
+    own = len(lines)
+    scores = {s.line(prompts): s.score for s in added}
+
+    def score(text: str, label: str | None, under: bool, line: int) -> int:  # noqa: FBT001
+        base = unit_score(text, label, under)
+        return _FLOOR + base if line >= own else _rank(text, base)
+
+    combined = "\n".join([*lines, *scores])
+    return reduce_to_tokens(
+        combined,
+        max_tokens,
+        counter,
+        score=score,
+        is_heading=lambda line: recap_heading_of(line, prompts) is not None,
+    )

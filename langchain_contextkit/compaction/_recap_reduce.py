@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
     from langchain_contextkit.tokens import TokenCounter
 
-    UnitScore = Callable[[str, "str | None", bool], int]
-    """`score(text, label, under_heading)`: how much one unit is worth keeping."""
+    UnitScore = Callable[[str, "str | None", bool, int], int]
+    """`score(text, label, under_heading, line)`: how much one unit is worth keeping
+    (`line`: the index of its line among the text's non-empty lines)."""
 
 __all__ = ["BULLET", "ITEM_LABEL", "reduce_to_tokens"]
 
@@ -43,7 +44,7 @@ class _Unit:
     line: int  # index of its line in the recap
     text: str
     score: int
-    cost: int  # its tokens plus the space or line break that joins it
+    cost: int  # its tokens (the space or line break that joins it comes on top)
 
 
 def reduce_to_tokens(
@@ -60,8 +61,9 @@ def reduce_to_tokens(
         text: A recap (structured lines or prose).
         max_tokens: The cap (the text comes back unchanged when it fits).
         counter: Counts the tokens of one string.
-        score: Scores one unit (a sentence of a line) given the line's origin label and
-            whether it stands under a heading; higher is kept first.
+        score: Scores one unit (a sentence of a line) given the line's origin label,
+            whether it stands under a heading, and the line's index among the non-empty
+            lines; higher is kept first.
         is_heading: Whether a line is a section heading (kept only with an item of its).
 
     Returns:
@@ -91,7 +93,7 @@ def reduce_to_tokens(
         origin = label.group(1) if label else None
         under = current is not None
         units.extend(
-            _Unit(index, piece, score(piece, origin, under), counter(piece) + 1)
+            _Unit(index, piece, score(piece, origin, under, index), counter(piece))
             for piece in _pieces(body, max_tokens, counter)
         )
     last = len(units) - 1
@@ -101,7 +103,7 @@ def reduce_to_tokens(
     used = 0
     for k in ranked:
         unit = units[k]
-        cost = unit.cost
+        cost = unit.cost + (1 if kept else 0)
         if unit.line not in started:
             cost += counter(prefixes[unit.line]) if prefixes[unit.line] else 0
             heading = heading_of[unit.line]

@@ -290,8 +290,7 @@ class _Plan:
     cut_digests: tuple[str | None, ...] = ()
     fidelity: Fidelity | None = None  # the tier the extractive recap was written at
     cap_scale: float = 1.0  # the summariser's tokens per counter token (the stated cap)
-    # The extractive recap of this plan and its tier, once made: the floor of a model's.
-    floor: tuple[str, Fidelity | None] | None = None
+    floor: str | None = None  # the extractive recap of this plan, once made: a model's floor
 
     def epochs(self) -> list[tuple[int, int, str | None]]:
         """`(start, end, digest)` of each epoch in pending: one, unless the grid has more."""
@@ -1135,12 +1134,10 @@ class HistoryCompactor:
                 logger.warning("the %s summariser's reply is a placeholder or broken", kind)
                 return None, None
             fitted = text.strip(), None
-        floor, floor_tier = self._floor(plan)
         return held_recap(
             fitted[0],
             fitted[1],
-            floor=floor,
-            floor_tier=floor_tier,
+            floor=self._floor(plan),
             max_tokens=plan.cap,
             prompts=self.prompts,
             counter=self.token_counter,
@@ -1159,12 +1156,14 @@ class HistoryCompactor:
         """`text` within `cap`, reduced by score (`summarizers.reduce_recap`), never cut."""
         return reduce_recap(text.strip(), cap, prompts=self.prompts, counter=self.token_counter)
 
-    def _floor(self, plan: _Plan) -> tuple[str, Fidelity | None]:
+    def _floor(self, plan: _Plan) -> str:
         """The extractive recap of `plan` (made once): what a model's recap must not lose."""
         if plan.floor is None:
-            tier = plan.fidelity
-            text = self._chain(plan, self._extractive_for(plan), extractive=True, remember=False)
-            plan.floor, plan.fidelity = (text, plan.fidelity), tier
+            tier = plan.fidelity  # `_extractive_for` notes its tier; this is no recap yet
+            plan.floor = self._chain(
+                plan, self._extractive_for(plan), extractive=True, remember=False
+            )
+            plan.fidelity = tier
         return plan.floor
 
     def _shrunk(self, recap: str, excess: int) -> str | None:

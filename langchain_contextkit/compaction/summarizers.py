@@ -68,6 +68,7 @@ __all__ = [
     "render_transcript",
     "structured_recap",
     "summarizer_from_llm",
+    "unit_score",
 ]
 
 Summarize = Callable[[str, str], str]
@@ -539,17 +540,19 @@ def reduce_recap(
         # Order 4471 ships on 2025-03-02.
         ```
     """
-
-    def score(unit: str, label: str | None, under: bool) -> int:  # noqa: FBT001 - UnitScore
-        return _item_score(unit, label, "facts" if under else None)
-
     return reduce_to_tokens(
         text,
         max_tokens,
         counter,
-        score=score,
+        score=unit_score,
         is_heading=lambda line: recap_heading_of(line, prompts) is not None,
     )
+
+
+def unit_score(text: str, label: str | None, under: bool, line: int = 0) -> int:  # noqa: FBT001 - UnitScore
+    """A recap unit's score, as an item of a recap read back scores (`reduce_recap`)."""
+    del line  # every line of a recap weighs the same
+    return _item_score(text, label, "facts" if under else None)
 
 
 def _section_items(lines: list[str], registry: PromptRegistry) -> list[_Sentence] | None:
