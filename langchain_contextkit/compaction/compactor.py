@@ -728,8 +728,10 @@ class HistoryCompactor:
         for start, end, digest in plan.epochs():
             requests = self._requests(plan, plan.pending[start:end], previous, sized=not extractive)
             text = run_sync(requests, summarize)
-            previous = self._epoch_recap(
-                text, digest, end, plan, asked=asked, extractive=extractive, remember=remember
+            previous = self._carried(
+                self._epoch_recap(
+                    text, digest, end, plan, asked=asked, extractive=extractive, remember=remember
+                )
             )
         return previous or ""
 
@@ -746,15 +748,21 @@ class HistoryCompactor:
         for start, end, digest in plan.epochs():
             requests = self._requests(plan, plan.pending[start:end], previous, sized=not extractive)
             text = await run_async(requests, asummarize)
-            previous = self._epoch_recap(
-                text, digest, end, plan, asked=asked, extractive=extractive
+            previous = self._carried(
+                self._epoch_recap(text, digest, end, plan, asked=asked, extractive=extractive)
             )
         return previous or ""
 
     def _previous(self, plan: _Plan) -> str | None:
         """The recap a chain extends: none when the one in force kept nothing."""
-        previous = plan.previous
-        return None if previous is None or self.prompts.is_empty_recap(previous) else previous
+        return self._carried(plan.previous)
+
+    def _carried(self, recap: str | None) -> str | None:
+        """`recap` as the next epoch extends it: None when it kept nothing.
+
+        An empty recap read back would keep its count of messages as a fact.
+        """
+        return None if recap is None or self.prompts.is_empty_recap(recap) else recap
 
     def _epoch_recap(
         self,
