@@ -263,9 +263,7 @@ def test_a_bad_cap_scale_is_refused(scale: float) -> None:
 
 
 def _cold(n: int) -> list[BaseMessage]:
-    chatter = [
-        HumanMessage("ok sure") if i % 2 == 0 else AIMessage("fine") for i in range(messages)
-    ]
+    chatter = [HumanMessage("ok sure") if i % 2 == 0 else AIMessage("fine") for i in range(n)]
     return [*chatter, HumanMessage("go on")]
 
 
