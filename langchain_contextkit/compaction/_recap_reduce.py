@@ -93,7 +93,7 @@ def reduce_to_tokens(
         origin = label.group(1) if label else None
         under = current is not None
         units.extend(
-            _Unit(index, piece, score(piece, origin, under, index), counter(piece))
+            _Unit(index, piece, score(piece, origin or _named(piece), under, index), counter(piece))
             for piece in _pieces(body, max_tokens, counter)
         )
     last = len(units) - 1
@@ -121,6 +121,12 @@ def reduce_to_tokens(
         kept.pop()
         out = _render(lines, heading_of, prefixes, units, kept)
     return out
+
+
+def _named(piece: str) -> str | None:
+    """The origin a sentence names inline (``- User: ...`` inside a one-line reply)."""
+    match = ITEM_LABEL.match(BULLET.sub("", piece, count=1))
+    return match.group(1) if match else None
 
 
 def _render(

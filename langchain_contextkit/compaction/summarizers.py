@@ -711,7 +711,8 @@ def _previous_sentences(lines: list[str], prompts: PromptRegistry) -> list[_Sent
     """Lines of an earlier summary as sentences, scored like new ones.
 
     A structured recap's lines keep the section they were under; the lines of a flat
-    one (or of prose) are sorted into sections as new ones are.
+    one (or of prose) are split into sentences and sorted into sections as new ones are
+    (a paragraph, or a reply written on one line, is not one item too long to keep).
     """
     out: list[_Sentence] = []
     section: RecapSection | None = None
@@ -720,11 +721,29 @@ def _previous_sentences(lines: list[str], prompts: PromptRegistry) -> list[_Sent
         if heading is not None:
             section = heading
             continue
-        label, text = _recap_item(line)
-        if not text:
-            continue
-        where = section or recap_section(text, speaker=label)
-        out.append(_Sentence(len(out), label, text, _item_score(text, label, section), where))
+        items = [_recap_item(line)] if section else _inline_items(line, prompts)
+        for label, text in items:
+            if not text:
+                continue
+            where = section or recap_section(text, speaker=label)
+            out.append(_Sentence(len(out), label, text, _item_score(text, label, section), where))
+    return out
+
+
+def _inline_items(line: str, prompts: PromptRegistry) -> list[tuple[str | None, str]]:
+    """A flat or prose line's sentences as items, each with the origin it names.
+
+    A reply written on one line (``Facts: - User: ... - User: ...``) keeps each item's
+    origin; a heading at the start of a sentence is left out.
+    """
+    label, text = _recap_item(line)
+    out: list[tuple[str | None, str]] = []
+    for sentence in split_sentences(text):
+        head, _, rest = sentence.partition(" ")
+        if rest and recap_heading_of(head, prompts) is not None:
+            sentence = rest  # noqa: PLW2901 - the sentence without its heading
+        own, body = _recap_item(sentence)
+        out.append((own or label, body))
     return out
 
 

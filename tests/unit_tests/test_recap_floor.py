@@ -27,7 +27,11 @@ from langchain_contextkit import (
     count_tokens,
 )
 from langchain_contextkit.compaction._recap_fit import distinctive_tokens, held_recap, lacks
-from langchain_contextkit.compaction.summarizers import reduce_recap
+from langchain_contextkit.compaction.summarizers import (
+    ExtractiveSummarizer,
+    compose_extension,
+    reduce_recap,
+)
 from langchain_contextkit.testing import ScriptedChatModel
 
 CAP = 160
@@ -220,6 +224,16 @@ def test_held_recap_adds_back_what_the_reply_lacks_in_its_section() -> None:
     )
     assert text == floor
     assert tier == "medium"
+
+
+def test_a_recap_written_on_one_line_is_read_back_item_by_item() -> None:
+    # Read back as one item, the line was too long for any cap: every fact in it was lost
+    # at the next extractive extension (the floor of the next model recap).
+    facts = [f"Fact: the code for item-{n} is {100_000 + n}." for n in range(12)]
+    one_line = "Facts: " + " ".join(f"- User: {fact}" for fact in facts)
+    text = compose_extension(one_line, "User: ok\nAssistant: noted")
+    recap = ExtractiveSummarizer(max_tokens=400).recap(text)[0]
+    assert recap.splitlines() == ["Facts:", *(f"- User: {fact}" for fact in facts)]
 
 
 # --- the cap the instruction states -------------------------------------------------------
