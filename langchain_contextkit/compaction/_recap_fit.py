@@ -127,6 +127,8 @@ def held_recap(
     structured = any(recap_heading_of(line, prompts) is not None for line in lines)
     items = _section_items(lines, prompts) if structured else None
     added = [s for s in needed if lacks(s.text, reply)]
+    if items is None and not added and counter(reply) <= max_tokens:
+        return reply.strip(), tier  # prose that fits and lacks nothing: as written
     summarizer = ExtractiveSummarizer(
         max_tokens=max_tokens, counter=counter, prompts=prompts, fidelity=fidelity
     )
