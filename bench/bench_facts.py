@@ -36,6 +36,15 @@ Contenders, per language and window:
   cross (the default one is above all of them at both windows). Not the headline: the
   untuned default rows are.
 
+Summariser behaviours (issue 28): the default (model summaries) next to extractive, with
+the stub's summary reply replaced by what real models do: ``verbose 10x`` (the faithful
+reply after filler items worth ten times the cap the request states), ``drop half``
+(every other fact left out), ``prose`` (the facts as sentences of paragraphs, no
+heading), ``one line`` (the sections and items on a single line), ``empty`` (no text),
+``raise`` (HTTP 500) and ``tool call`` (a tool call, no text). Target: the default keeps
+at least as many facts as extractive under every behaviour, at 4k and 8k
+(``--behaviours-only`` runs just these rows; ``--no-behaviours`` leaves them out).
+
 Binding the `NoteTool` costs its schema, ~500 tokens of every request: at 4,000 that
 alone (offloading nothing) means one near-miss HTTP 400 in some languages, which the
 middleware's retry recovers (the ledger's ``retried``), and fewer facts than model
@@ -96,7 +105,13 @@ from langchain_contextkit.agents.offload import OffloadConfig
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX
 from langchain_contextkit.notes import NoteStore, StoreNoteStore
-from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall, content_text
+from langchain_contextkit.testing.openai_stub import (
+    OpenAIStub,
+    Reply,
+    Responder,
+    ToolCall,
+    content_text,
+)
 from langchain_contextkit.tools import NoteTool
 
 if TYPE_CHECKING:
@@ -211,6 +226,77 @@ def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
         return Reply(text="Understood.")
     turn = int(match.group(1))
     return Reply(tool_calls=(ToolCall("read_page", {"page": turn}, f"call_{turn:03d}"),))
+
+
+_STATED_CAP = re.compile(r"(?:at most|At most|不超过) (\d+)")
+_FILLER = "The assistant read the requested page and went through its options one by one"
+
+
+def _stated_cap(messages: list[dict[str, Any]]) -> int:
+    found = _STATED_CAP.findall(content_text(messages[-1].get("content")) if messages else "")
+    return int(found[-1]) if found else 500
+
+
+def _verbose(kind: str, messages: list[dict[str, Any]]) -> Reply:
+    reply = respond(kind, messages)
+    if kind != "summary":
+        return reply
+    lines = reply.text.splitlines()
+    filler_tokens = len(encoding().encode_ordinary(_FILLER)) + 4
+    filler = [
+        f"- Assistant: {_FILLER} ({n})." for n in range(10 * _stated_cap(messages) // filler_tokens)
+    ]
+    return Reply(text="\n".join([lines[0], *filler, *lines[1:]]))
+
+
+def _drop_half(kind: str, messages: list[dict[str, Any]]) -> Reply:
+    reply = respond(kind, messages)
+    if kind != "summary":
+        return reply
+    head, *items = reply.text.splitlines()
+    return Reply(text="\n".join([head, *items[::2]]))
+
+
+def _prose(kind: str, messages: list[dict[str, Any]]) -> Reply:
+    if kind != "summary":
+        return respond(kind, messages)
+    facts = [f"{line}." for line in fact_lines(messages)]
+    paragraphs = [" ".join(facts[i : i + 5]) for i in range(0, len(facts), 5)]
+    return Reply(text="\n\n".join(["The user had pages read and stated these facts.", *paragraphs]))
+
+
+def _one_line(kind: str, messages: list[dict[str, Any]]) -> Reply:
+    reply = respond(kind, messages)
+    return Reply(text=" ".join(reply.text.splitlines())) if kind == "summary" else reply
+
+
+def _empty(kind: str, messages: list[dict[str, Any]]) -> Reply:
+    return Reply(text="") if kind == "summary" else respond(kind, messages)
+
+
+def _raise(kind: str, messages: list[dict[str, Any]]) -> Reply:
+    if kind == "summary":
+        msg = "the summariser is down"
+        raise RuntimeError(msg)
+    return respond(kind, messages)
+
+
+def _tool_call(kind: str, messages: list[dict[str, Any]]) -> Reply:
+    if kind == "summary":
+        return Reply(tool_calls=(ToolCall("read_page", {"page": 1}, "call_summary"),))
+    return respond(kind, messages)
+
+
+BEHAVIOURS: dict[str, Responder] = {
+    "verbose 10x": _verbose,
+    "drop half": _drop_half,
+    "prose": _prose,
+    "one line": _one_line,
+    "empty": _empty,
+    "raise": _raise,
+    "tool call": _tool_call,
+}
+"""Summary replies as real models write them (the agent's own replies unchanged)."""
 
 
 class AgentCalls(BaseCallbackHandler):
@@ -345,7 +431,7 @@ def _turn(agent: Any, user: str, config: Any) -> bool:
     return True
 
 
-def run(build: Factory, script: Script, window: int) -> Result:
+def run(build: Factory, script: Script, window: int, responder: Responder = respond) -> Result:
     @tool
     def read_page(page: int) -> str:
         """Read one page of the user's manual pages and logs."""
@@ -353,7 +439,7 @@ def run(build: Factory, script: Script, window: int) -> Result:
 
     recorder = AgentCalls()
     start = time.perf_counter()
-    with OpenAIStub(respond, window=window) as stub:
+    with OpenAIStub(responder, window=window) as stub:
         llm = stub.chat_model(max_tokens=MAX_OUTPUT)
         built = build(llm, window)
         setup = built if isinstance(built, Setup) else Setup(built)
@@ -494,6 +580,55 @@ def checks(window: int, results: dict[str, dict[str, Result]]) -> list[tuple[boo
     return out
 
 
+def behaviour_table(
+    window: int, turns: int, results: dict[str, dict[str, dict[str, Result]]]
+) -> None:
+    """Facts at the last call per summariser behaviour: extractive | model summaries."""
+    languages = list(results)
+    print(f"\nsummariser behaviours, window {window:,}, {turns} turns: facts visible, last call")
+    header = f"{'behaviour':14}" + "".join(f"{lang + ' ext | model':>26}" for lang in languages)
+    print(header)
+    print("-" * len(header))
+    for name in BEHAVIOURS:
+        cells = ""
+        for lang in languages:
+            ext, model = results[lang][name]["extractive"], results[lang][name]["model"]
+            cells += f"{f'{ext.facts_visible} | {model.facts_visible}/{model.facts}':>26}"
+        print(f"{name:14}{cells}")
+
+
+def behaviour_checks(
+    window: int, results: dict[str, dict[str, dict[str, Result]]]
+) -> list[tuple[bool, str]]:
+    out: list[tuple[bool, str]] = []
+    for language, by_behaviour in results.items():
+        for name, pair in by_behaviour.items():
+            ext, model = pair["extractive"], pair["model"]
+            what = (
+                f"window {window:,}, {language}, summariser {name}: default {model.facts_visible}"
+                f" >= extractive {ext.facts_visible} facts ({model.failed} failed turns)"
+            )
+            out.append((model.facts_visible >= ext.facts_visible and model.failed == 0, what))
+    return out
+
+
+def run_behaviours(
+    scripts: dict[str, Script], window: int
+) -> dict[str, dict[str, dict[str, Result]]]:
+    """Each behaviour through the default, beside one extractive run per language.
+
+    Extractive makes no summary call, so one run stands for every behaviour.
+    """
+    out: dict[str, dict[str, dict[str, Result]]] = {}
+    for language, script in scripts.items():
+        ext = run(extractive, script, window)
+        out[language] = {
+            name: {"extractive": ext, "model": run(model_summaries, script, window, responder)}
+            for name, responder in BEHAVIOURS.items()
+        }
+    return out
+
+
 def show_recaps(window: int, results: dict[str, dict[str, Result]], lines: int = 15) -> None:
     for language, by_name in results.items():
         recap = by_name["extractive"].recap
@@ -507,6 +642,8 @@ def main() -> int:
     parser.add_argument("--languages", default=",".join(LANGUAGES))
     parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--show-recaps", action="store_true", help="print extractive recaps")
+    parser.add_argument("--no-behaviours", action="store_true", help="no summariser rows")
+    parser.add_argument("--behaviours-only", action="store_true", help="only those rows")
     args = parser.parse_args()
     started = time.perf_counter()
     turns, windows = (12, (4_000,)) if args.quick else (args.turns, WINDOWS)
@@ -521,14 +658,19 @@ def main() -> int:
             break
     verdicts: list[tuple[bool, str]] = []
     for window in windows:
-        results = {
-            lang: {name: run(build, s, window) for name, build in CONTENDERS.items()}
-            for lang, s in scripts.items()
-        }
-        table(window, turns, results)
-        if args.show_recaps:
-            show_recaps(window, results)
-        verdicts += checks(window, results)
+        if not args.behaviours_only:
+            results = {
+                lang: {name: run(build, s, window) for name, build in CONTENDERS.items()}
+                for lang, s in scripts.items()
+            }
+            table(window, turns, results)
+            if args.show_recaps:
+                show_recaps(window, results)
+            verdicts += checks(window, results)
+        if not args.no_behaviours:
+            behaviours = run_behaviours(scripts, window)
+            behaviour_table(window, turns, behaviours)
+            verdicts += behaviour_checks(window, behaviours)
     print()
     for ok, text in verdicts:
         print(f"{'PASS' if ok else 'FAIL'}: {text}")

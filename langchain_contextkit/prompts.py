@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from collections.abc import Mapping  # noqa: TC003 - pydantic models embed PromptRegistry and resolve it
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -25,6 +26,7 @@ from typing import Literal, get_args
 from langchain_contextkit.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_EMPTY_RECAPS",
     "DEFAULT_FIDELITY_INSTRUCTIONS",
     "DEFAULT_HEADINGS",
     "DEFAULT_SUMMARY_INSTRUCTIONS",
@@ -219,6 +221,14 @@ DEFAULT_VIEW_SUMMARY_INSTRUCTIONS: Mapping[Language, str] = MappingProxyType(
 )
 """The instruction appended to a conversation to summarise it in place (cache-friendly)."""
 
+DEFAULT_EMPTY_RECAPS: Mapping[Language, str] = MappingProxyType(
+    {
+        "en": "{count} earlier messages, nothing to keep.",
+        "zh": "此前 {count} 条消息，没有需要保留的内容。",
+    }
+)
+"""The recap of a span in which nothing was worth keeping; ``{count}`` is filled in."""
+
 _DATA_NOTICES: Mapping[Language, str] = MappingProxyType(
     {
         "en": (
@@ -375,6 +385,27 @@ class PromptRegistry:
         template = DEFAULT_VIEW_SUMMARY_INSTRUCTIONS[self.language]
         return self._fill(template, max_tokens=max_tokens, fidelity=fidelity, keep_last=keep_last)
 
+    def empty_recap(self, count: int) -> str:
+        """Return the recap of `count` messages in which nothing was worth keeping.
+
+        A valid, small recap (a cold history of greetings and acknowledgements), never a
+        failed compaction.
+
+        Example:
+            ```python
+            from langchain_contextkit import PromptRegistry
+
+            print(PromptRegistry().empty_recap(812))
+            # 812 earlier messages, nothing to keep.
+            assert PromptRegistry().is_empty_recap("812 earlier messages, nothing to keep.")
+            ```
+        """
+        return DEFAULT_EMPTY_RECAPS[self.language].replace("{count}", str(count))
+
+    def is_empty_recap(self, text: str) -> bool:
+        """Whether `text` is an `empty_recap` (of any count, in any language)."""
+        return any(pattern.fullmatch(text.strip()) for pattern in _EMPTY_RECAP_PATTERNS)
+
     def with_headings(self, **headings: str) -> PromptRegistry:
         """Return a copy with some headings replaced.
 
@@ -402,6 +433,12 @@ class PromptRegistry:
         tag = _fence_tag(data)
         notice = _DATA_NOTICES[self.language].format(tag=tag)
         return f"{instruction}\n\n{notice}\n<{tag}>\n{data}\n</{tag}>"
+
+
+_EMPTY_RECAP_PATTERNS = tuple(
+    re.compile(re.escape(template).replace(re.escape("{count}"), r"\d+"))
+    for template in DEFAULT_EMPTY_RECAPS.values()
+)
 
 
 def _fence_tag(data: str) -> str:

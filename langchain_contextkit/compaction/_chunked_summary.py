@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, cast
 
-from langchain_contextkit.compaction.summarizers import compose_extension
+from langchain_contextkit.compaction.summarizers import compose_extension, reduce_recap
 from langchain_contextkit.tokens import count_each, truncate_to_tokens
 
 if TYPE_CHECKING:
@@ -30,7 +30,14 @@ if TYPE_CHECKING:
 
     Requests = Generator[list[Request], list[str], str]
 
-__all__ = ["fitted_requests", "pack_chunks", "run_async", "run_sync", "summary_requests"]
+__all__ = [
+    "fitted_requests",
+    "pack_chunks",
+    "run_async",
+    "run_sync",
+    "stated_cap",
+    "summary_requests",
+]
 
 _MAY_FIT = 1.25
 """A text whose parts sum to more than this times the limit is not counted whole: the
@@ -92,6 +99,7 @@ def summary_requests(
     prompts: PromptRegistry,
     counter: TokenCounter,
     fidelity: Fidelity = "medium",
+    cap_scale: float = 1.0,
 ) -> Requests:
     """Yield batches of summariser requests; receive their answers; return the recap.
 
@@ -99,11 +107,14 @@ def summary_requests(
         blocks: The aged messages, rendered one block each (`render_transcript`).
         previous: The recap in force, extended by this summary (None for a first one).
         limit: Tokens the text of one request may take.
-        cap: Tokens each summary may take (partials are cut to it).
+        cap: Tokens each summary may take (partials over it are reduced by score).
         prompts: The instructions.
         counter: Token counter.
         fidelity: What each summary keeps (written into the instructions).
+        cap_scale: The summariser's tokens per `counter` token: the instructions state
+            the cap in its tokens (`cap * cap_scale`, rounded down).
     """
+    stated = stated_cap(cap, cap_scale)
     costs = count_each(blocks, counter)  # in one batch, and once: the chunks reuse them
     # The joined text is built and counted only when its parts' sum says it may fit: a
     # long history is far over the limit, and joining it would copy it all once more.
@@ -114,25 +125,28 @@ def summary_requests(
         whole = transcript if previous is None else compose_extension(previous, transcript)
     if whole is not None and counter(whole) <= limit:
         instruction = (
-            prompts.summary_instruction(max_tokens=cap, fidelity=fidelity)
+            prompts.summary_instruction(max_tokens=stated, fidelity=fidelity)
             if previous is None
-            else prompts.extend_instruction(max_tokens=cap, fidelity=fidelity)
+            else prompts.extend_instruction(max_tokens=stated, fidelity=fidelity)
         )
         return (yield [(whole, instruction)])[0]
     chunks = pack_chunks(blocks, limit, counter, costs)
-    first = prompts.summary_instruction(max_tokens=cap, fidelity=fidelity)
+    first = prompts.summary_instruction(max_tokens=stated, fidelity=fidelity)
     answers = yield [(chunk, first) for chunk in chunks]
-    items = [*([previous] if previous else []), *(_capped(a, cap, counter) for a in answers)]
+    items = [
+        *([previous] if previous else []),
+        *(_capped(a, cap, counter, prompts) for a in answers),
+    ]
     while len(items) > 1:
         groups = _groups(items, limit, counter)
         merged = yield [
-            (_merge_text(group), prompts.extend_instruction(max_tokens=cap, fidelity=fidelity))
+            (_merge_text(group), prompts.extend_instruction(max_tokens=stated, fidelity=fidelity))
             for group in groups
             if len(group) > 1
         ]
         answered = iter(merged)
         items = [
-            group[0] if len(group) == 1 else _capped(next(answered), cap, counter)
+            group[0] if len(group) == 1 else _capped(next(answered), cap, counter, prompts)
             for group in groups
         ]
     return items[0]
@@ -151,6 +165,7 @@ def fitted_requests(
     prompts: PromptRegistry,
     counter: TokenCounter,
     fidelity: Fidelity = "medium",
+    cap_scale: float = 1.0,
 ) -> Requests:
     """`summary_requests` sized for a summariser whose window is `window` tokens.
 
@@ -175,15 +190,21 @@ def fitted_requests(
         prompts=prompts,
         counter=counter,
         fidelity=fidelity,
+        cap_scale=cap_scale,
     )
 
 
-def _capped(answer: str, cap: int, counter: TokenCounter) -> str:
+def stated_cap(cap: int, cap_scale: float) -> int:
+    """The cap as an instruction states it: `cap` tokens of ours in the summariser's."""
+    return max(1, int(cap * cap_scale))
+
+
+def _capped(answer: str, cap: int, counter: TokenCounter, prompts: PromptRegistry) -> str:
     text = answer.strip()
     if not text:
         msg = "the summariser returned no text for a chunk"
         raise ValueError(msg)
-    return truncate_to_tokens(text, cap, counter)
+    return reduce_recap(text, cap, prompts=prompts, counter=counter)
 
 
 def _groups(items: Sequence[str], limit: int, counter: TokenCounter) -> list[list[str]]:

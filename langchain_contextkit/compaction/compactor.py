@@ -26,8 +26,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._validate import check_count, from_known_fields
-from langchain_contextkit.compaction._chunked_summary import fitted_requests, run_async, run_sync
+from langchain_contextkit.compaction._chunked_summary import (
+    fitted_requests,
+    run_async,
+    run_sync,
+    stated_cap,
+)
 from langchain_contextkit.compaction._history_index import HistoryIndex
+from langchain_contextkit.compaction._recap_fit import held_recap
 from langchain_contextkit.compaction._recap_grid import WaterMarks, grid_cuts
 from langchain_contextkit.compaction.summarizers import (
     ASummarize,
@@ -35,6 +41,7 @@ from langchain_contextkit.compaction.summarizers import (
     LLMSummarizer,
     Summarize,
     check_fidelity,
+    reduce_recap,
     render_transcript,
     structured_recap,
     summarizer_from_llm,
@@ -53,7 +60,6 @@ from langchain_contextkit.tokens import (
     TokenCounter,
     count_message_tokens,
     count_tokens,
-    truncate_to_tokens,
 )
 from langchain_contextkit.window_budget import model_limits
 
@@ -283,6 +289,8 @@ class _Plan:
     cuts: tuple[int, ...] = ()
     cut_digests: tuple[str | None, ...] = ()
     fidelity: Fidelity | None = None  # the tier the extractive recap was written at
+    cap_scale: float = 1.0  # the summariser's tokens per counter token (the stated cap)
+    floor: str | None = None  # the extractive recap of this plan, once made: a model's floor
 
     def epochs(self) -> list[tuple[int, int, str | None]]:
         """`(start, end, digest)` of each epoch in pending: one, unless the grid has more."""
@@ -544,6 +552,7 @@ class HistoryCompactor:
         room_tokens: int | None = None,
         summarizer_window: int | None = None,
         reuse_recaps: bool = True,
+        cap_scale: float = 1.0,
     ) -> CompactionResult:
         """Compute the view a model should see, extending `summary` when the trigger fires.
 
@@ -573,6 +582,10 @@ class HistoryCompactor:
                 is the authority, and a recap from this process's memory (another
                 thread with the same opening turns, or a call that failed before its
                 checkpoint) would make its requests depend on which process serves it.
+            cap_scale: The summariser's tokens per counter token (a calibration
+                factor): the instruction states the recap's cap in the summariser's
+                tokens, `cap x cap_scale` rounded down. The reply is held to the cap in
+                counter tokens either way.
 
         Returns:
             The view, the new running summary and what happened.
@@ -587,6 +600,7 @@ class HistoryCompactor:
         if isinstance(plan, CompactionResult):
             return self._within(plan, ceiling_tokens)
         plan.summarizer_window = self._summarizer_window(summarizer_window)
+        plan.cap_scale = _checked_scale(cap_scale)
         attempts: list[tuple[SummarizerKind, Callable[[], str | None]]] = []
         if summarize_view is not None and len(plan.epochs()) == 1:
             # In place only for one epoch: a chain of several is summarised epoch by epoch,
@@ -600,7 +614,7 @@ class HistoryCompactor:
             attempts.append((kind, lambda: self._chain(plan, transcript, asked=asked)))
         if self.fallback or not attempts:
             extractive = self._extractive_for(plan)
-            attempts.append(("extractive", lambda: self._chain(plan, extractive, sized=False)))
+            attempts.append(("extractive", lambda: self._chain(plan, extractive, extractive=True)))
         error: str | None = None
         for kind, attempt in attempts:
             try:
@@ -628,6 +642,7 @@ class HistoryCompactor:
         room_tokens: int | None = None,
         summarizer_window: int | None = None,
         reuse_recaps: bool = True,
+        cap_scale: float = 1.0,
     ) -> CompactionResult:
         """Async `compact_view` with async callbacks (`asummarize`, `asummarize_view`)."""
         plan = self._plan(
@@ -636,6 +651,7 @@ class HistoryCompactor:
         if isinstance(plan, CompactionResult):
             return self._within(plan, ceiling_tokens)
         plan.summarizer_window = self._summarizer_window(summarizer_window)
+        plan.cap_scale = _checked_scale(cap_scale)
         attempts: list[tuple[SummarizerKind, Callable[[], Awaitable[str | None]]]] = []
         if asummarize_view is not None and len(plan.epochs()) == 1:
             # In place only for one epoch: a chain of several is summarised epoch by epoch,
@@ -651,7 +667,7 @@ class HistoryCompactor:
             attempts.append(("llm", lambda: self._achain(plan, llm.asummarize, asked=asked)))
         if self.fallback or not attempts:
             extractive = _as_async(self._extractive_for(plan))
-            attempts.append(("extractive", lambda: self._achain(plan, extractive, sized=False)))
+            attempts.append(("extractive", lambda: self._achain(plan, extractive, extractive=True)))
         error: str | None = None
         for kind, attempt in attempts:
             try:
@@ -694,39 +710,83 @@ class HistoryCompactor:
         return summarize
 
     def _chain(
-        self, plan: _Plan, summarize: Summarize, *, sized: bool = True, asked: bool = False
+        self,
+        plan: _Plan,
+        summarize: Summarize,
+        *,
+        extractive: bool = False,
+        asked: bool = False,
+        remember: bool = True,
     ) -> str:
         """The recap after every epoch of `plan`, each extending the one before.
 
-        `asked`: a model was asked for the recap's sections (see `_structured`).
+        `extractive`: the extractive summariser (its requests are not sized, and nothing
+        salient is a valid recap). `asked`: a model was asked for the recap's sections
+        (see `_structured`). `remember`: keep each intermediate recap in the memo.
         """
-        previous = plan.previous
+        previous = self._previous(plan)
         for start, end, digest in plan.epochs():
-            requests = self._requests(plan, plan.pending[start:end], previous, sized=sized)
+            requests = self._requests(plan, plan.pending[start:end], previous, sized=not extractive)
             text = run_sync(requests, summarize)
-            previous = self._epoch_recap(text, digest, end, plan, asked=asked)
+            previous = self._carried(
+                self._epoch_recap(
+                    text, digest, end, plan, asked=asked, extractive=extractive, remember=remember
+                )
+            )
         return previous or ""
 
     async def _achain(
-        self, plan: _Plan, asummarize: ASummarize, *, sized: bool = True, asked: bool = False
+        self,
+        plan: _Plan,
+        asummarize: ASummarize,
+        *,
+        extractive: bool = False,
+        asked: bool = False,
     ) -> str:
         """Async `_chain`."""
-        previous = plan.previous
+        previous = self._previous(plan)
         for start, end, digest in plan.epochs():
-            requests = self._requests(plan, plan.pending[start:end], previous, sized=sized)
+            requests = self._requests(plan, plan.pending[start:end], previous, sized=not extractive)
             text = await run_async(requests, asummarize)
-            previous = self._epoch_recap(text, digest, end, plan, asked=asked)
+            previous = self._carried(
+                self._epoch_recap(text, digest, end, plan, asked=asked, extractive=extractive)
+            )
         return previous or ""
 
+    def _previous(self, plan: _Plan) -> str | None:
+        """The recap a chain extends: none when the one in force kept nothing."""
+        return self._carried(plan.previous)
+
+    def _carried(self, recap: str | None) -> str | None:
+        """`recap` as the next epoch extends it: None when it kept nothing.
+
+        An empty recap read back would keep its count of messages as a fact.
+        """
+        return None if recap is None or self.prompts.is_empty_recap(recap) else recap
+
     def _epoch_recap(
-        self, text: str, digest: str | None, end: int, plan: _Plan, *, asked: bool
+        self,
+        text: str,
+        digest: str | None,
+        end: int,
+        plan: _Plan,
+        *,
+        asked: bool,
+        extractive: bool = False,
+        remember: bool = True,
     ) -> str:
-        """An intermediate epoch's recap, capped and remembered; the last one is returned."""
+        """An intermediate epoch's recap, held to the cap and remembered; the last is returned."""
         if end == plan.cut:
-            return text  # `_finish` checks, caps and remembers the final recap
+            return text  # `_finish` checks, holds and remembers the final recap
         if not text.strip():
-            msg = "the summariser returned no text"
-            raise ValueError(msg)
+            if not extractive:
+                msg = "the summariser returned no text"
+                raise ValueError(msg)
+            # Nothing salient in this span: a small recap that says so, not a failure.
+            text = self._empty_recap(plan, end)
+            if not text:
+                msg = "the summariser returned no text"
+                raise ValueError(msg)
         fitted = structured_recap(
             text,
             max_tokens=plan.cap,
@@ -739,8 +799,8 @@ class HistoryCompactor:
         elif asked:
             msg = "the summariser's reply is a placeholder or its sections are broken"
             raise ValueError(msg)
-        recap = truncate_to_tokens(text.strip(), plan.cap, self.token_counter)
-        if digest is not None:
+        recap = self._reduced(text, plan.cap)
+        if digest is not None and remember:
             self._recaps.put(digest, recap)
         return recap
 
@@ -761,6 +821,7 @@ class HistoryCompactor:
             prompts=self.prompts,
             counter=self.token_counter,
             fidelity=self.fidelity,
+            cap_scale=plan.cap_scale,
         )
 
     # -- internals ------------------------------------------------------------------------
@@ -866,7 +927,9 @@ class HistoryCompactor:
     def _view_instruction(self, plan: _Plan) -> str:
         """The in-place summary's instruction: all of the view but its kept tail."""
         return self.prompts.view_summary_instruction(
-            max_tokens=plan.cap, keep_last=len(plan.pending) - plan.cut, fidelity=self.fidelity
+            max_tokens=stated_cap(plan.cap, plan.cap_scale),
+            keep_last=len(plan.pending) - plan.cut,
+            fidelity=self.fidelity,
         )
 
     def marks(self, room: int) -> WaterMarks:
@@ -1005,12 +1068,15 @@ class HistoryCompactor:
         ceiling: int | None,
     ) -> CompactionResult | None:
         """Commit a summary; None when the summariser gave nothing usable."""
+        if kind == "extractive" and (not isinstance(text, str) or not text.strip()):
+            # Nothing salient in the aged span: a small recap that says so, not a failure.
+            text = self._empty_recap(plan, plan.cut)
         if not isinstance(text, str) or not text.strip():
             return None
         text, fidelity = self._structured(plan, text, kind)
         if text is None:
             return None  # a placeholder or broken sections from a model: the fallback's turn
-        recap = truncate_to_tokens(text.strip(), plan.cap, self.token_counter)
+        recap = self._reduced(text, plan.cap)
         if not any(ch.isalnum() for ch in recap):
             return None  # nothing but an ellipsis or punctuation: a placeholder, not a summary
         covered = plan.covered + plan.cut
@@ -1058,31 +1124,63 @@ class HistoryCompactor:
         Sections come back canonical and prose as written. A model asked for the sections
         (our own instruction) that replies with a placeholder or broken sections is
         refused (None). A callback, or a model following a custom `summary_prompt`, may
-        write its own format: its text stands as written unless it is structured.
+        write its own format: its text stands as written unless it is structured. Either
+        is then held to the cap by score with the extractive recap's user items and
+        decisions it lacks added back (`_recap_fit.held_recap`).
         """
         if kind == "extractive":
             return text, plan.fidelity
         fitted = structured_recap(
             text,
-            max_tokens=plan.cap,
+            max_tokens=_UNCAPPED,
             fidelity=self.fidelity,
             prompts=self.prompts,
             counter=self.token_counter,
         )
-        if fitted is not None:
-            return fitted
-        asked = kind == "prefix" or (kind == "llm" and self.prompts.summary_prompt is None)
-        if not asked:
-            return text, None
-        logger.warning("the %s summariser's reply is a placeholder or broken sections", kind)
-        return None, None
+        if fitted is None:
+            asked = kind == "prefix" or (kind == "llm" and self.prompts.summary_prompt is None)
+            if asked:
+                logger.warning("the %s summariser's reply is a placeholder or broken", kind)
+                return None, None
+            fitted = text.strip(), None
+        return held_recap(
+            fitted[0],
+            fitted[1],
+            floor=self._floor(plan),
+            max_tokens=plan.cap,
+            prompts=self.prompts,
+            counter=self.token_counter,
+            fidelity=self.fidelity,
+        )
+
+    def _empty_recap(self, plan: _Plan, end: int) -> str:
+        """The recap of `plan`'s messages up to `end` when none was worth keeping.
+
+        "" when even that does not fit the cap (a cap of a few tokens).
+        """
+        text = self.prompts.empty_recap(plan.covered + end)
+        return text if self.token_counter(text) <= plan.cap else ""
+
+    def _reduced(self, text: str, cap: int) -> str:
+        """`text` within `cap`, reduced by score (`summarizers.reduce_recap`), never cut."""
+        return reduce_recap(text.strip(), cap, prompts=self.prompts, counter=self.token_counter)
+
+    def _floor(self, plan: _Plan) -> str:
+        """The extractive recap of `plan` (made once): what a model's recap must not lose."""
+        if plan.floor is None:
+            tier = plan.fidelity  # `_extractive_for` notes its tier; this is no recap yet
+            plan.floor = self._chain(
+                plan, self._extractive_for(plan), extractive=True, remember=False
+            )
+            plan.fidelity = tier
+        return plan.floor
 
     def _shrunk(self, recap: str, excess: int) -> str | None:
         """`recap` cut by `excess` tokens and more; None when nothing meaningful is left."""
         target = self.token_counter(recap) - excess - 1
         if target < 1:
             return None
-        shorter = truncate_to_tokens(recap, target, self.token_counter)
+        shorter = self._reduced(recap, target)
         if not any(ch.isalnum() for ch in shorter):
             return None
         logger.warning("recap cut to %d tokens to fit the window", self.token_counter(shorter))
@@ -1145,6 +1243,25 @@ class HistoryCompactor:
             message = f"the {kind} summariser failed: {type(exc).__name__}: {exc}"
         logger.warning("%s", message)
         return message
+
+
+_UNCAPPED = 10**9
+"""A cap no reply reaches: `structured_recap` reads a reply; `held_recap` then holds it."""
+
+
+def _checked_scale(scale: float) -> float:
+    """`cap_scale` when it is a positive finite number.
+
+    Raises:
+        ConfigError: Otherwise.
+    """
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < _MAX_SCALE:
+        msg = f"cap_scale must be a positive finite number, got {scale!r}"
+        raise ConfigError(msg)
+    return float(scale)
+
+
+_MAX_SCALE = 1e6
 
 
 def _as_async(summarize: Summarize) -> ASummarize:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, get_args
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.constants import TAG_NOSTREAM
 
+from langchain_contextkit.compaction._recap_reduce import BULLET, ITEM_LABEL, reduce_to_tokens
 from langchain_contextkit.compaction.facts import (
     RECAP_SECTIONS,
     RecapSection,
@@ -49,7 +50,7 @@ from langchain_contextkit.compaction.facts import (
 )
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.prompts import FIDELITIES, Fidelity, Language, PromptRegistry
-from langchain_contextkit.tokens import TokenCounter, count_tokens, truncate_to_tokens
+from langchain_contextkit.tokens import TokenCounter, count_tokens
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -63,9 +64,11 @@ __all__ = [
     "Summarize",
     "check_fidelity",
     "compose_extension",
+    "reduce_recap",
     "render_transcript",
     "structured_recap",
     "summarizer_from_llm",
+    "unit_score",
 ]
 
 Summarize = Callable[[str, str], str]
@@ -202,10 +205,6 @@ _SPEAKER = re.compile(r"^(?:- )?(User|Assistant|System|Tool(?: \([^)]*\))?):\s*"
 """The labels `render_transcript` writes, bare or as a summary's ``- Label:`` lines (a
 map-reduce merges summaries): only these start a new speaker."""
 
-_ITEM_LABEL = re.compile(r"^(User|Assistant|System|Note|Tool(?: \([^)]*\))?|Step \d+):\s+")
-"""The origin a recap item names (``- User: ...``); an item without one has none."""
-
-_BULLET = re.compile(r"^(?:[-*•·]|\d{1,2}[.)])\s+")
 _HEADING_DECORATION = " \t#*_[]【】:："
 _OWN_NOTE = re.compile(r"\s*[(（](?:owner|due|负责人|截止)[:：][^()（）]*[)）]$")
 """The owner/deadline note a recap writes after an action item (read back, not kept)."""
@@ -479,8 +478,9 @@ def structured_recap(
     Three cases, told apart by the section headings `PromptRegistry.recap_format` asks
     for (markdown ``#``, ``**`` and colons aside, any language's defaults):
 
-    - No recap heading at all: prose. It is kept as written (trimmed, cut to
-      `max_tokens`) and its tier is None: the model chose its own format.
+    - No recap heading at all: prose. It is kept as written (trimmed; over `max_tokens`,
+      reduced sentence by sentence by score, `reduce_recap`) and its tier is None: the
+      model chose its own format.
     - The structure: every line after a known heading, items as ``- Role: text`` (an
       item naming no origin is kept as ``- text`` and ranks as the user's, as a small
       cap's instruction asks: `PromptRegistry.recap_format`). It comes back canonical
@@ -512,7 +512,7 @@ def structured_recap(
         return None  # empty, or a placeholder
     lines = [line.strip() for line in stripped.splitlines() if line.strip()]
     if all(recap_heading_of(line, registry) is None for line in lines):
-        return truncate_to_tokens(stripped, max_tokens, counter), None  # prose, as written
+        return reduce_recap(stripped, max_tokens, prompts=registry, counter=counter), None
     items = _section_items(lines, registry)
     if not items:
         return None
@@ -520,9 +520,44 @@ def structured_recap(
         max_tokens=max_tokens, counter=counter, prompts=registry, fidelity=fidelity
     )
     text, tier = summarizer._fitted(items, trusted=True)  # noqa: SLF001 - this module's
-    if not text:  # no whole line fits: the recap cut to the cap, not nothing
-        text = truncate_to_tokens(render_recap(items, registry), max_tokens, counter)
+    if not text:  # no whole line fits: its best sentences, not nothing
+        whole = render_recap(items, registry)
+        text = reduce_recap(whole, max_tokens, prompts=registry, counter=counter)
     return text, tier
+
+
+def reduce_recap(
+    text: str, max_tokens: int, *, prompts: PromptRegistry, counter: TokenCounter = count_tokens
+) -> str:
+    r"""A recap (structured or prose) within `max_tokens`, its weakest units dropped.
+
+    Never cut at its end: each item (prose: each sentence) is scored as the extractive
+    summariser scores a recap's items (the user's facts, decisions, numbers and ids
+    first), and the best are kept in their order, under their headings.
+
+    Example:
+        ```python
+        from langchain_contextkit import PromptRegistry
+        from langchain_contextkit.compaction.summarizers import reduce_recap
+
+        reply = "We chatted a while about the weather today. Order 4471 ships on 2025-03-02."
+        print(reduce_recap(reply, 16, prompts=PromptRegistry()))
+        # Order 4471 ships on 2025-03-02.
+        ```
+    """
+    return reduce_to_tokens(
+        text,
+        max_tokens,
+        counter,
+        score=unit_score,
+        is_heading=lambda line: recap_heading_of(line, prompts) is not None,
+    )
+
+
+def unit_score(text: str, label: str | None, under: bool, line: int = 0) -> int:  # noqa: FBT001 - UnitScore
+    """A recap unit's score, as an item of a recap read back scores (`reduce_recap`)."""
+    del line  # every line of a recap weighs the same
+    return _item_score(text, label, "facts" if under else None)
 
 
 def _section_items(lines: list[str], registry: PromptRegistry) -> list[_Sentence] | None:
@@ -552,7 +587,7 @@ _EMPTY_ITEMS = frozenset({"", "none", "n a", "na", "nothing", "无", "暂无", "
 
 def _looks_like_heading(line: str) -> bool:
     """A line that is a heading, not an item: ``# X``, ``**X**`` or a short ``X:``."""
-    if _BULLET.match(line):
+    if BULLET.match(line):
         return False
     if line.startswith("#") or (line.startswith("**") and line.rstrip(":：").endswith("**")):
         return True
@@ -671,8 +706,8 @@ _MAX_HEADING = 40
 
 def _recap_item(line: str) -> tuple[str | None, str]:
     """An item line's origin (None when it names none) and its text, note removed."""
-    body = _BULLET.sub("", line.strip(), count=1)
-    match = _ITEM_LABEL.match(body)
+    body = BULLET.sub("", line.strip(), count=1)
+    match = ITEM_LABEL.match(body)
     label, text = (match.group(1), body[match.end() :]) if match else (None, body)
     return label, _OWN_NOTE.sub("", text).strip()
 
@@ -681,7 +716,8 @@ def _previous_sentences(lines: list[str], prompts: PromptRegistry) -> list[_Sent
     """Lines of an earlier summary as sentences, scored like new ones.
 
     A structured recap's lines keep the section they were under; the lines of a flat
-    one (or of prose) are sorted into sections as new ones are.
+    one (or of prose) are split into sentences and sorted into sections as new ones are
+    (a paragraph, or a reply written on one line, is not one item too long to keep).
     """
     out: list[_Sentence] = []
     section: RecapSection | None = None
@@ -690,11 +726,29 @@ def _previous_sentences(lines: list[str], prompts: PromptRegistry) -> list[_Sent
         if heading is not None:
             section = heading
             continue
-        label, text = _recap_item(line)
-        if not text:
-            continue
-        where = section or recap_section(text, speaker=label)
-        out.append(_Sentence(len(out), label, text, _item_score(text, label, section), where))
+        items = [_recap_item(line)] if section else _inline_items(line, prompts)
+        for label, text in items:
+            if not text:
+                continue
+            where = section or recap_section(text, speaker=label)
+            out.append(_Sentence(len(out), label, text, _item_score(text, label, section), where))
+    return out
+
+
+def _inline_items(line: str, prompts: PromptRegistry) -> list[tuple[str | None, str]]:
+    """A flat or prose line's sentences as items, each with the origin it names.
+
+    A reply written on one line (``Facts: - User: ... - User: ...``) keeps each item's
+    origin; a heading at the start of a sentence is left out.
+    """
+    label, text = _recap_item(line)
+    out: list[tuple[str | None, str]] = []
+    for sentence in split_sentences(text):
+        head, _, rest = sentence.partition(" ")
+        if rest and recap_heading_of(head, prompts) is not None:
+            sentence = rest  # noqa: PLW2901 - the sentence without its heading
+        own, body = _recap_item(sentence)
+        out.append((own or label, body))
     return out
 
 

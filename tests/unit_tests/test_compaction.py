@@ -157,7 +157,13 @@ def test_recap_is_capped_at_max_summary_tokens() -> None:
     result = compactor.compact_view(refund_history())
     assert result.summary is not None
     assert count_tokens(result.summary.text) <= 50
-    assert result.summary.text.endswith("…")
+    # Reduced by whole sentences, never cut mid-way at the cap.
+    assert not result.summary.text.endswith("…")
+    assert result.summary.text.startswith("The customer reported issue number 4411 again.")
+    assert set(result.summary.text.split(". ")) <= {
+        "The customer reported issue number 4411 again",
+        "The customer reported issue number 4411 again.",
+    }
     assert result.messages[0].text == f"[Recap] {result.summary.text}"
 
 
@@ -213,11 +219,13 @@ def test_without_fallback_a_failure_keeps_the_history_as_it_was() -> None:
     assert result.error is not None
 
 
-def test_nothing_worth_keeping_leaves_the_history_unchanged() -> None:
+def test_nothing_worth_keeping_is_a_small_recap_that_says_so() -> None:
     history = [HumanMessage("hi"), AIMessage("hello"), HumanMessage("ok"), AIMessage("ok")]
     result = HistoryCompactor(None, keep_recent=1, trigger_tokens=0).compact_view(history)
-    assert not result.compacted
-    assert result.messages == history
+    assert result.compacted
+    assert result.summary is not None
+    assert result.summary.text == PromptRegistry().empty_recap(3)
+    assert result.messages[1:] == history[3:]
 
 
 def test_leading_system_prompt_stays_first_and_the_recap_follows() -> None:
@@ -299,8 +307,10 @@ def test_running_summary_is_extended_not_recomputed() -> None:
     assert second.compacted
     assert len(seen) == 2
     assert seen[1].startswith("PREVIOUS SUMMARY:\nsummary #1 (fresh)")
-    assert "Turn 0:" not in seen[1]
-    assert "Turn 8:" in seen[1]
+    # The old turns come back only as the recap's items, never as messages to re-read.
+    new_messages = seen[1].split("NEW MESSAGES:")[1]
+    assert "Turn 0:" not in new_messages
+    assert "Turn 8:" in new_messages
     assert second.summary is not None
     assert second.summary.covered == first.summary.covered + second.aged_out
 
@@ -317,7 +327,11 @@ def test_a_compacted_list_fed_back_in_extends_its_recap() -> None:
     out = compactor.compact([*out, *long_conversation(6, start=6)], summarize=summarize)
     assert texts[1].startswith("PREVIOUS SUMMARY:\nS1")
     assert "[Recap]" not in texts[1]
-    assert out[0].text == "[Recap] S2"
+    # The model's recap, with the user's facts it lacks added back (the floor).
+    first, *added = out[0].text.splitlines()
+    assert first == "[Recap] S2"
+    assert "- User: Turn 0: please record fact F0 = 0." in added
+    assert all(line.startswith("- ") for line in added)
     assert sum(1 for m in out if m.id and m.id.startswith(RECAP_ID_PREFIX)) == 1
 
 

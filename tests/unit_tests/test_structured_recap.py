@@ -231,9 +231,11 @@ def test_the_model_is_asked_for_exactly_these_sections() -> None:
     assert result.summarizer == "llm"
     # Its reply comes back in the canonical order.
     assert result.summary is not None
+    # The decision's date, which the reply lacks, is added back from the extractive recap.
     assert result.summary.text == (
         "Facts:\n- User: Order 7 arrived broken on 2024-05-02.\n"
-        "Decisions:\n- Assistant: Refund approved for order 7."
+        "Decisions:\n- Assistant: Refund approved for order 7.\n"
+        "- Assistant: Refund for order 7 approved on 2024-05-03."
     )
     assert result.fidelity == "medium"
 
@@ -275,6 +277,9 @@ async def test_a_malformed_model_reply_falls_back_async() -> None:
 
 PROSE = "The user's order 7 broke on 2024-05-02; a refund was approved."
 
+LACKED = "- Assistant: Refund for order 7 approved on 2024-05-03."
+"""The extractive recap's decision the prose lacks (its date): added back after it."""
+
 
 @pytest.mark.parametrize("reply", [PROSE, f"  {PROSE}\n\n", "Summary:\n" + PROSE])
 def test_a_prose_model_reply_is_kept_as_written(reply: str) -> None:
@@ -283,15 +288,16 @@ def test_a_prose_model_reply_is_kept_as_written(reply: str) -> None:
     result = HistoryCompactor(llm, keep_recent=2, trigger_tokens=10).compact_view(_refund())
     assert result.summarizer == "llm"
     assert result.summary is not None
-    assert result.summary.text == reply.strip()
-    assert result.messages[0].text == f"[Recap] {reply.strip()}"
+    assert result.summary.text == f"{reply.strip()}\n{LACKED}"
+    assert result.messages[0].text == f"[Recap] {reply.strip()}\n{LACKED}"
     assert result.fidelity is None
 
 
 async def test_a_prose_model_reply_is_kept_as_written_async() -> None:
     llm = ScriptedChatModel(responses=[PROSE])
     result = await HistoryCompactor(llm, keep_recent=2, trigger_tokens=10).acompact_view(_refund())
-    assert (result.summarizer, result.summary and result.summary.text) == ("llm", PROSE)
+    text = result.summary and result.summary.text
+    assert (result.summarizer, text) == ("llm", f"{PROSE}\n{LACKED}")
 
 
 def test_a_prose_reply_is_capped_like_any_recap() -> None:
@@ -405,7 +411,11 @@ def test_a_prose_epoch_of_a_chain_is_kept_as_written() -> None:
     assert len(calls) > 1
     assert result.summarizer == "llm"
     assert result.summary is not None
-    assert result.summary.text == f"Locker codes noted, part {len(calls)}."
+    # The model's prose, then the user's facts it lacks, from the extractive recap.
+    first, *added = result.summary.text.splitlines()
+    assert first == f"Locker codes noted, part {len(calls)}."
+    assert added
+    assert set(added) <= set(_extractive_lockers().splitlines())
     # Each later epoch was handed the prose before it, as written.
     assert all(f"Locker codes noted, part {i}." in calls[i] for i in range(1, len(calls)))
 
@@ -419,7 +429,16 @@ def test_a_chain_of_structured_epochs_is_the_models() -> None:
     assert len(llm.requests) > 1
     assert result.summarizer == "llm"
     assert result.summary is not None
-    assert result.summary.text == "Facts:\n- User: locker codes noted."
+    heading, first, *added = result.summary.text.splitlines()
+    assert (heading, first) == ("Facts:", "- User: locker codes noted.")
+    assert added
+    assert set(added) <= set(_extractive_lockers().splitlines())
+
+
+def _extractive_lockers() -> str:
+    result = HistoryCompactor(None, keep_recent=2).compact_view(_lockers(400), room_tokens=3000)
+    assert result.summary is not None
+    return result.summary.text
 
 
 # -- a small cap: the user's items without their origin ------------------------------------
