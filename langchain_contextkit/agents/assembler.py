@@ -310,7 +310,7 @@ class WindowAssembler:
                     summary=summary,
                     summarize_view=summarize_view,
                     reuse_recaps=reuse_recaps,
-                    **self._sizing(fit.budget, fit.block, fit.turn),
+                    **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
                 )
                 break
             except ContextWindowExceeded:
@@ -397,7 +397,7 @@ class WindowAssembler:
                     summary=summary,
                     asummarize_view=asummarize_view,
                     reuse_recaps=reuse_recaps,
-                    **self._sizing(fit.budget, fit.block, fit.turn),
+                    **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
                 )
                 break
             except ContextWindowExceeded:
@@ -524,14 +524,24 @@ class WindowAssembler:
         return assembly
 
     def _sizing(
-        self, budget: WindowBudget, block: HumanMessage | None, turn: list[BaseMessage]
+        self,
+        budget: WindowBudget,
+        block: HumanMessage | None,
+        turn: list[BaseMessage],
+        calibration: Calibration | None,
     ) -> _Sizing:
-        """What the compactor is told of the window, the same for both twins."""
+        """What the compactor is told of the window, the same for both twins.
+
+        The recap's cap is stated to the summariser in the provider's tokens: the
+        calibration's ratio (its line's slope: a part of a request pays no per-request
+        overhead) times the cap in the counter's tokens.
+        """
         return _Sizing(
             overhead_tokens=self._overhead(budget, block, turn),
             ceiling_tokens=budget.window - budget.output_reserve,
             room_tokens=self.history_room(budget),
             summarizer_window=budget.window,
+            cap_scale=1.0 if calibration is None else min(max(calibration.ratio, 1e-3), 1e5),
         )
 
     @staticmethod
@@ -932,6 +942,7 @@ class _Sizing(TypedDict):
     ceiling_tokens: int
     room_tokens: int
     summarizer_window: int
+    cap_scale: float
 
 
 class _BlockFree:
