@@ -117,7 +117,9 @@ def _text(messages: list[dict[str, Any]]) -> str:
 
 def summariser(behaviour: str) -> Any:
     def facts_in(messages: list[dict[str, Any]]) -> list[tuple[int, str]]:
-        found = {int(n): c for n, c in _FACT.findall(_text(messages[:-1]))}
+        # Everything it was shown: an in-place request's view, or a transcript request's
+        # one message holding the earlier recap and the aged turns.
+        found = {int(n): c for n, c in _FACT.findall(_text(messages))}
         return sorted(found.items())
 
     def summary(messages: list[dict[str, Any]]) -> Reply:  # noqa: PLR0911 - one per behaviour
@@ -126,7 +128,7 @@ def summariser(behaviour: str) -> Any:
         if behaviour == "faithful":
             return Reply(text="Facts:\n" + "\n".join(items))
         if behaviour == "verbose":
-            lines = [line for line in _text(messages[:-1]).splitlines() if line.strip()]
+            lines = [line for line in _text(messages).splitlines() if line.strip()]
             return Reply(text="Facts:\n" + "\n".join(items + [f"- {line}" for line in lines]))
         if behaviour == "drop_half":
             return Reply(text="Facts:\n" + "\n".join(items[::2]))
