@@ -424,7 +424,6 @@ def urls() -> list[str]:
     return _take(docs)
 
 
-
 # --- The wider corpus: what users paste and tools print, in every script --------------------
 
 _GROFF = ("groff", "-Tutf8", "-mandoc", "-K", "utf8", "-P", "-cbou", "-rLL=78n")
@@ -532,13 +531,15 @@ def csv_documents() -> list[str]:
 
 def _binaries(limit: int) -> list[bytes]:
     paths = _files([Path("/usr/bin")], ("*",), limit)
-    out = []
-    for p in paths:
-        try:
-            out.append(p.read_bytes()[:65536])
-        except OSError:
-            continue
-    return out
+    return [data for data in map(_read_head, paths) if data]
+
+
+def _read_head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(65536)
+    except OSError:
+        return b""
 
 
 def _hexdump(data: bytes, offset: int) -> str:

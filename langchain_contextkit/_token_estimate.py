@@ -60,23 +60,51 @@ __all__ = ["count_text_tokens", "count_texts_tokens"]
 SPACE, NEWLINE, OTHER_SPACE, LOWER, UPPER, DIGIT, PUNCT = range(7)
 ACCENTED, ACCENTED_RARE, CYRILLIC, GREEK, OTHER = range(7, 12)
 HAN1, HAN2, HAN3, KANA1, KANA2, HANGUL1, HANGUL2, HANGUL3, CJK_PUNCT1, CJK_PUNCT2 = range(12, 22)
-N_CLASSES = 22
+LATIN_EXT = 22
+"""Latin letters of three UTF-8 bytes (Vietnamese ``ế``, ``ạ``): letters of Latin words."""
+GROUPS = ("arabic", "hebrew", "armenian", "indic", "sea", "letters", "mark", "symbol")
+"""Every other character, by script group (`_tier_tables.GROUP_OF`), then by its tier: how
+many tokens the dearer of cl100k and o200k spends on it alone (1-4). Its cost is the
+group's rate times its tier: scripts these vocabularies hardly merge (Thai, Devanagari,
+Georgian in cl100k) cost about what their characters cost alone."""
+LETTER_GROUPS = GROUPS[:6]
+TIERS = 4
+GROUP_BASE = 23
+N_CLASSES = GROUP_BASE + len(GROUPS) * TIERS
 START = N_CLASSES
 """The class "before" a text's first character: pair codes run to (N_CLASSES + 1) * N_CLASSES."""
 CLASS_NAMES = (
     *("space", "newline", "other_space", "lower", "upper", "digit", "punct"),
     *("accented", "accented_rare", "cyrillic", "greek", "other"),
     *("han1", "han2", "han3", "kana1", "kana2", "hangul1", "hangul2", "hangul3"),
-    *("cjk_punct1", "cjk_punct2"),
+    *("cjk_punct1", "cjk_punct2", "latin_ext"),
+    *(f"{group}{tier}" for group in GROUPS for tier in range(1, TIERS + 1)),
 )
 
-LATIN, ALPHABET = 1, 2
-"""Letter scripts: a word is a run of letters of one script (0 marks a non-letter)."""
+
+def group_class(group: int, tier: int) -> int:
+    """The class of a character of `GROUPS[group]` that costs `tier` tokens alone."""
+    return GROUP_BASE + group * TIERS + tier - 1
+
+
+def group_of_class(cls: int) -> tuple[int, int] | None:
+    """(group, tier) of a group class, None for the others."""
+    if cls < GROUP_BASE or cls >= N_CLASSES:
+        return None
+    group, tier = divmod(cls - GROUP_BASE, TIERS)
+    return group, tier + 1
+
+
+LATIN, ALPHABET, SPACES = 1, 2, 3
+"""Letter scripts: a word is a run of letters of one script (0 marks a non-letter). Runs
+of spaces are tracked the same way (`SPACES`), since the pre-tokenizer prices them by run."""
 SCRIPT_OF_CLASS = bytes(
     LATIN
-    if c in {LOWER, UPPER, ACCENTED, ACCENTED_RARE}
+    if c in {LOWER, UPPER, ACCENTED, ACCENTED_RARE, LATIN_EXT}
     else ALPHABET
     if c in {CYRILLIC, GREEK}
+    else SPACES
+    if c == SPACE
     else 0
     for c in range(N_CLASSES + 1)
 )
@@ -335,13 +363,26 @@ LETTER_RATE: tuple[int, ...] = (
     1404,
 )
 """By script, regime and stride (see N_LETTER_RATES)."""
+GROUP_RATE: dict[str, int] = dict.fromkeys(GROUPS, 1000)
+"""Milli-tokens per token a group's character costs alone."""
+GROUP_WORD: dict[str, int] = {}
+"""Milli-tokens where a word of a letter group starts."""
 LONG_RUN = 16
 """Letters of one word past this many pay `LONG_RUN_RATE` each."""
 LONG_RUN_RATE = 80
+SPACE_RUN = 1000
+"""Fixed: the pre-tokenizer makes every run of two or more spaces but its last one token
+(cl100k and o200k both: ``"a  b"`` is three tokens), and one more per `SPACE_TOKEN`."""
+SPACE_TOKEN = 81
+"""o200k's longest run of spaces is 80 (cl100k's 128): a longer run costs another token."""
 """Fixed, not fitted (the corpus has few such runs): with the cheap Latin stride rate it
 prices ``"x" * 4000`` at cl100k's eight letters a token."""
 START_CHARGE = 500
 MILLI = 1000
+MIN_GROUP_RATE = 50
+"""Floor of a group's rate per token a character costs alone, so that no character is
+free: one token of cl100k or o200k spans at most 20 characters of one group (Thai in
+o200k; `bench/derive_group_tiers.py` measures it), so none costs less than 1/20 of a token."""
 
 
 # --- Tables ----------------------------------------------------------------------------------
@@ -424,8 +465,14 @@ def pack_evidence(evidence: npt.NDArray[np.int8]) -> str:
     return base64.b64encode(zlib.compress(np.asarray(evidence, np.int8).tobytes(), 9)).decode()
 
 
-def build_class_table(accented_common: str, cjk_tiers: str) -> npt.NDArray[np.uint8]:
-    """Class of every code point."""
+def build_class_table(
+    accented_common: str, cjk_tiers: str, group_tiers: npt.NDArray[np.uint8] | None = None
+) -> npt.NDArray[np.uint8]:
+    """Class of every code point.
+
+    `group_tiers` holds, per code point, ``group * TIERS + tier - 1`` (`_tier_tables`); the
+    characters no finer class claims take their group class from it.
+    """
     common = frozenset(accented_common)
     table = np.full(0x110000, OTHER, dtype=np.uint8)
     table[:0x80] = [_ascii_class(chr(cp)) for cp in range(0x80)]
@@ -446,7 +493,36 @@ def build_class_table(accented_common: str, cjk_tiers: str) -> npt.NDArray[np.ui
         for cp in range(first, last):
             table[cp] = _cjk_class(cp, tiers[position])
             position += 1
+    groups = unpack_group_tiers() if group_tiers is None else group_tiers
+    # Letters of the two-byte alphabets after Cyrillic (Armenian, Hebrew, Arabic, ...) are
+    # priced by their own group, not as Cyrillic: cl100k merges them far less.
+    table[_OWN_GROUP_FROM:0x800] = np.where(
+        table[_OWN_GROUP_FROM:0x800] == CYRILLIC, OTHER, table[_OWN_GROUP_FROM:0x800]
+    )
+    latin_ext = np.zeros(0x110000, dtype=bool)
+    latin_ext[0x1E00:0x1F00] = True
+    is_letter = groups // TIERS == GROUPS.index("letters")
+    table[(table == OTHER) & latin_ext & is_letter] = LATIN_EXT
+    other = table == OTHER
+    table[other] = GROUP_BASE + groups[other]
     return table
+
+
+_OWN_GROUP_FROM = 0x530
+"""From Armenian on, two-byte letters belong to a group."""
+
+
+def unpack_group_tiers(packed: str | None = None) -> npt.NDArray[np.uint8]:
+    """``group * TIERS + tier - 1`` of every code point (`_tier_tables.GROUP_TIERS`)."""
+    from langchain_contextkit._tier_tables import GROUP_TIERS  # noqa: PLC0415 - data only
+
+    raw = zlib.decompress(base64.b64decode(GROUP_TIERS if packed is None else packed))
+    return np.frombuffer(raw, dtype=np.uint8).copy()
+
+
+def pack_group_tiers(values: npt.NDArray[np.uint8]) -> str:
+    """Inverse of `unpack_group_tiers` (used by the fit script)."""
+    return base64.b64encode(zlib.compress(np.asarray(values, np.uint8).tobytes(), 9)).decode()
 
 
 def build_pair_costs(
@@ -469,6 +545,35 @@ def build_pair_costs(
     return pair.reshape(-1)
 
 
+def with_groups(
+    char_rate: dict[int, int],
+    transition: dict[tuple[int, int], int],
+    group_rate: dict[str, int],
+    group_word: dict[str, int],
+) -> tuple[dict[int, int], dict[tuple[int, int], int]]:
+    """Character rates and transitions with the groups' added.
+
+    A group character pays its group's rate per token it costs alone, never less than
+    `MIN_GROUP_RATE` (an unknown character is never free); a character of a letter group
+    after any other class starts a word, and pays the group's word start.
+    """
+    chars = dict(char_rate)
+    moves = dict(transition)
+    for g, group in enumerate(GROUPS):
+        rate = max(group_rate.get(group, MIN_GROUP_RATE), MIN_GROUP_RATE)
+        for tier in range(1, TIERS + 1):
+            chars[group_class(g, tier)] = chars.get(group_class(g, tier), 0) + rate * tier
+        word = group_word.get(group, 0)
+        if not word:
+            continue
+        own = {group_class(g, tier) for tier in range(1, TIERS + 1)}
+        for prev in range(N_CLASSES + 1):
+            if prev not in own:
+                for cls in own:
+                    moves[prev, cls] = moves.get((prev, cls), 0) + word
+    return chars, moves
+
+
 @dataclass(frozen=True)
 class Tables:
     """Everything the counting paths look up; `TABLES` holds the shipped ones."""
@@ -489,15 +594,22 @@ class Tables:
         run_start: dict[int, int] | None = None,
         transition: dict[tuple[int, int], int] | None = None,
         letter_rate: tuple[int, ...] = LETTER_RATE,
+        group_rate: dict[str, int] | None = None,
+        group_word: dict[str, int] | None = None,
+        group_tiers: npt.NDArray[np.uint8] | None = None,
     ) -> Tables:
         """Build the tables from the shipped parameters or from the fit script's."""
+        chars, transitions = with_groups(
+            CHAR_RATE if char_rate is None else char_rate,
+            TRANSITION if transition is None else transition,
+            GROUP_RATE if group_rate is None else group_rate,
+            GROUP_WORD if group_word is None else group_word,
+        )
         return cls(
-            classes=build_class_table(accented_common, cjk_tiers),
+            classes=build_class_table(accented_common, cjk_tiers, group_tiers),
             evidence=unpack_evidence(evidence),
             pair_cost=build_pair_costs(
-                CHAR_RATE if char_rate is None else char_rate,
-                RUN_START if run_start is None else run_start,
-                TRANSITION if transition is None else transition,
+                chars, RUN_START if run_start is None else run_start, transitions
             ),
             letter_rate=np.array(letter_rate, dtype=np.int64),
         )
@@ -535,6 +647,7 @@ class _Fast:
             for regime in (0, 1)
         }
         self.first_list = [0, 0] + [self.first[s, r] for s in (LATIN, ALPHABET) for r in (0, 1)]
+        self.first_list += [0, 0]  # SPACES: a run's first space is free
         # (script, regime) -> [(pattern, rate)] for bytes.count, zero rates left out
         self.patterns = {
             (script, regime): [
@@ -546,7 +659,7 @@ class _Fast:
             for regime in (0, 1)
         }
         # Indexed by script and regime, then by a letter's position in its word.
-        by_position = [0] * (3 * 2 * _PERIOD)
+        by_position = [0] * (4 * 2 * _PERIOD)
         for script in (LATIN, ALPHABET):
             for regime in (0, 1):
                 for position in range(1, _PERIOD + 1):
@@ -563,9 +676,15 @@ _SHORT_TEXT = 96
 _BLOCK = 1 << 20
 """Long texts are counted in blocks of about this many characters to bound memory."""
 _SCRIPT_TRANSLATION = SCRIPT_OF_CLASS + bytes(256 - len(SCRIPT_OF_CLASS))
-_SCRIPT_BYTES = {LATIN: bytes([LATIN]), ALPHABET: bytes([ALPHABET])}
-_STARTS = {LATIN: (b"\x00\x01", b"\x02\x01"), ALPHABET: (b"\x00\x02", b"\x01\x02")}
+_SCRIPT_BYTES = {script: bytes([script]) for script in (LATIN, ALPHABET, SPACES)}
+_STARTS = {
+    LATIN: (b"\x00\x01", b"\x02\x01", b"\x03\x01"),
+    ALPHABET: (b"\x00\x02", b"\x01\x02", b"\x03\x02"),
+}
 """The byte pairs where a word of each script starts after something else."""
+_SPACE_PAIRS = (b"\x00\x03\x03", b"\x01\x03\x03", b"\x02\x03\x03")
+"""Where a run of two or more spaces starts."""
+_SPACE_LONG = b"\x03" * SPACE_TOKEN
 
 
 def _finish(milli: int) -> int:
@@ -602,9 +721,13 @@ def _count_short(text: str, fast: _Fast | None = None) -> int:
             else:
                 script, run = own, 1
                 milli += first[own * 2 + regime]
-            milli += by_position[(own * 2 + regime) * _PERIOD + (run - 1) % _PERIOD]
-            if run > LONG_RUN:
-                milli += LONG_RUN_RATE
+            if own == SPACES:
+                if run == 2 or not run % SPACE_TOKEN:  # noqa: PLR2004 - a run's second space
+                    milli += SPACE_RUN
+            else:
+                milli += by_position[(own * 2 + regime) * _PERIOD + (run - 1) % _PERIOD]
+                if run > LONG_RUN:
+                    milli += LONG_RUN_RATE
         else:
             script = 0
         prev = cls
@@ -702,6 +825,9 @@ def _letters(
 def _words(scripts: bytes, regime: int, fast: _Fast) -> int:
     """Charges of the letters of whole words, all in one regime, in a run of script bytes."""
     milli = 0
+    if _SCRIPT_BYTES[SPACES] in scripts:
+        runs = sum(map(scripts.count, _SPACE_PAIRS)) + scripts.count(_SPACE_LONG)
+        milli += SPACE_RUN * runs
     for script in (LATIN, ALPHABET):
         own = _SCRIPT_BYTES[script]
         if own in scripts:
@@ -718,6 +844,9 @@ def _words(scripts: bytes, regime: int, fast: _Fast) -> int:
 def _continued_word(fast: _Fast, script: int, regime: int, before: int, letters: int) -> int:
     """Charges of `letters` letters that continue a word of `before` letters."""
     after = before + letters
+    if script == SPACES:
+        second = int(before < 2 <= after)  # noqa: PLR2004 - a run's second space
+        return SPACE_RUN * (second + after // SPACE_TOKEN - before // SPACE_TOKEN)
     long_letters = max(after - LONG_RUN, 0) - max(before - LONG_RUN, 0)
     strides = sum(
         rate * (after // len(pattern) - before // len(pattern))
