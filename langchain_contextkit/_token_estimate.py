@@ -153,9 +153,9 @@ _CJK_TIERS = (
 )
 """zlib + base64 of two bits per character of `_CJK_RANGES`: cl100k's tokens for it alone, 1-3."""
 _EVIDENCE = (
-    "eNpjYKAQsP79w8L4k/E7Ix//fxamf//ZGf79ZmL//eOHHHHyFAIHBzsHKABxgCIyDppA2o7BgcHBhMGCgDzYBIgk"
-    "VBpuLlwDmoUYDkBRZG8PoXV1IfoNDZEV29jAmcbGaDoHFxjUjqOBdxlGKjjgAMoJ8Dzw//9fRsZfP/7/fcvw+c/f"
-    "33///PjJ+uUn0zfWnwwH3h94+42QPLp5o2AUjILBCwCjLWJN"
+    "eNpjYKAQsP75w8zwg/E7A6/wf2bGv/9Z/v/9xcT+68cPBeLkKQQOCADiAEWMHUC0gxEQWzAYEpCHmwBhIZtrZIQq"
+    "ApPAcICZGRIXxrGygliIaoK2NprTGQYrGNSOoz6wZBip4IAtMEk72MPim5mVkZXt/y9GxrcsX////8/A8P8f5/e/"
+    "HD85fzAceH/g5WdC8ujmjYJRMAoGLwAA981WjQ=="
 )
 """zlib + base64 of one signed byte per code point below U+0800 (case-folded letters)."""
 
@@ -168,165 +168,116 @@ CHUNKS_BACK = 4
 THRESHOLD = 16
 """Evidence (1/16 nat units) above which those chunks read as a costly language."""
 
-# Milli-tokens: the fitted weights.
+# Milli-tokens: the fitted weights (bench/fit_token_weights.py).
 CHAR_RATE: dict[int, int] = {
-    UPPER: 111,
-    DIGIT: 437,
-    PUNCT: 69,
-    ACCENTED: 481,
-    ACCENTED_RARE: 1643,
-    GREEK: 552,
-    HAN1: 753,
-    HAN2: 2356,
-    HAN3: 2626,
-    KANA1: 822,
-    KANA2: 2058,
-    HANGUL1: 450,
-    HANGUL2: 1827,
-    HANGUL3: 2368,
-    CJK_PUNCT1: 470,
+    NEWLINE: 293,
+    OTHER_SPACE: 125,
+    LOWER: 8,
+    DIGIT: 222,
+    PUNCT: 86,
+    ACCENTED: 1144,
+    ACCENTED_RARE: 1995,
+    GREEK: 498,
+    HAN1: 730,
+    HAN2: 2194,
+    HAN3: 3582,
+    KANA1: 910,
+    KANA2: 741,
+    HANGUL1: 550,
+    HANGUL2: 1564,
+    HANGUL3: 2920,
+    CJK_PUNCT1: 849,
     CJK_PUNCT2: 2100,
+    LATIN_EXT: 339,
 }
-RUN_START: dict[int, int] = {NEWLINE: 1441, OTHER_SPACE: 781, DIGIT: 106}
+RUN_START: dict[int, int] = {NEWLINE: 1009, DIGIT: 649}
+# fmt: off
+_TRANSITION_GROUPS: tuple[tuple[int, str], ...] = (
+    (1261, (
+        "3,4 "
+    )),
+    (975, (
+        "5,3 5,4 "
+    )),
+    (1680, (
+        "4,5 "
+    )),
+    (1000, (
+        "0,5 "
+    )),
+    (322, (
+        "0,6 "
+    )),
+    (480, (
+        "6,0 "
+    )),
+    (1103, (
+        "6,5 "
+    )),
+    (1132, (
+        "6,3 "
+    )),
+    (1192, (
+        "6,4 "
+    )),
+    (845, (
+        "0,12 0,13 0,14 0,15 0,16 0,17 0,18 0,19 0,20 0,21 "
+    )),
+    (761, (
+        "0,3 0,4 0,7 0,8 0,22 1,3 1,4 1,7 1,8 1,22 2,3 2,4 2,7 2,8 2,22 5,7 5,8 5,22 6,7 6,8 6,22 "
+        "9,3 9,4 9,7 9,8 9,22 10,3 10,4 10,7 10,8 10,22 11,3 11,4 11,7 11,8 11,22 12,3 12,4 12,7 "
+        "12,8 12,22 13,3 13,4 13,7 13,8 13,22 14,3 14,4 14,7 14,8 14,22 15,3 15,4 15,7 15,8 15,22 "
+        "16,3 16,4 16,7 16,8 16,22 17,3 17,4 17,7 17,8 17,22 18,3 18,4 18,7 18,8 18,22 19,3 19,4 "
+        "19,7 19,8 19,22 20,3 20,4 20,7 20,8 20,22 21,3 21,4 21,7 21,8 21,22 23,3 23,4 23,7 23,8 "
+        "23,22 24,3 24,4 24,7 24,8 24,22 25,3 25,4 25,7 25,8 25,22 26,3 26,4 26,7 26,8 26,22 27,3 "
+        "27,4 27,7 27,8 27,22 28,3 28,4 28,7 28,8 28,22 29,3 29,4 29,7 29,8 29,22 30,3 30,4 30,7 "
+        "30,8 30,22 31,3 31,4 31,7 31,8 31,22 32,3 32,4 32,7 32,8 32,22 33,3 33,4 33,7 33,8 33,22 "
+        "34,3 34,4 34,7 34,8 34,22 35,3 35,4 35,7 35,8 35,22 36,3 36,4 36,7 36,8 36,22 37,3 37,4 "
+        "37,7 37,8 37,22 38,3 38,4 38,7 38,8 38,22 39,3 39,4 39,7 39,8 39,22 40,3 40,4 40,7 40,8 "
+        "40,22 41,3 41,4 41,7 41,8 41,22 42,3 42,4 42,7 42,8 42,22 43,3 43,4 43,7 43,8 43,22 44,3 "
+        "44,4 44,7 44,8 44,22 45,3 45,4 45,7 45,8 45,22 46,3 46,4 46,7 46,8 46,22 47,3 47,4 47,7 "
+        "47,8 47,22 48,3 48,4 48,7 48,8 48,22 49,3 49,4 49,7 49,8 49,22 50,3 50,4 50,7 50,8 50,22 "
+        "51,3 51,4 51,7 51,8 51,22 52,3 52,4 52,7 52,8 52,22 53,3 53,4 53,7 53,8 53,22 54,3 54,4 "
+        "54,7 54,8 54,22 55,3 55,4 55,7 55,8 55,22 "
+    )),
+    (1404, (
+        "0,9 0,10 1,9 1,10 2,9 2,10 3,9 3,10 4,9 4,10 5,9 5,10 6,9 6,10 7,9 7,10 8,9 8,10 11,9 "
+        "11,10 12,9 12,10 13,9 13,10 14,9 14,10 15,9 15,10 16,9 16,10 17,9 17,10 18,9 18,10 19,9 "
+        "19,10 20,9 20,10 21,9 21,10 22,9 22,10 23,9 23,10 24,9 24,10 25,9 25,10 26,9 26,10 27,9 "
+        "27,10 28,9 28,10 29,9 29,10 30,9 30,10 31,9 31,10 32,9 32,10 33,9 33,10 34,9 34,10 35,9 "
+        "35,10 36,9 36,10 37,9 37,10 38,9 38,10 39,9 39,10 40,9 40,10 41,9 41,10 42,9 42,10 43,9 "
+        "43,10 44,9 44,10 45,9 45,10 46,9 46,10 47,9 47,10 48,9 48,10 49,9 49,10 50,9 50,10 51,9 "
+        "51,10 52,9 52,10 53,9 53,10 54,9 54,10 55,9 55,10 "
+    )),
+)
+# fmt: on
+"""Each transition weight with the class pairs it applies to, "previous,current" by number."""
 TRANSITION: dict[tuple[int, int], int] = {
-    (LOWER, UPPER): 833,
-    (DIGIT, LOWER): 706,
-    (DIGIT, UPPER): 706,
-    (UPPER, DIGIT): 1126,
-    (SPACE, DIGIT): 1000,
-    (SPACE, PUNCT): 145,
-    (PUNCT, SPACE): 1986,
-    (PUNCT, DIGIT): 984,
-    (PUNCT, LOWER): 1342,
-    (PUNCT, UPPER): 919,
-    (SPACE, HAN1): 829,
-    (SPACE, HAN2): 829,
-    (SPACE, HAN3): 829,
-    (SPACE, KANA1): 829,
-    (SPACE, KANA2): 829,
-    (SPACE, HANGUL1): 829,
-    (SPACE, HANGUL2): 829,
-    (SPACE, HANGUL3): 829,
-    (SPACE, CJK_PUNCT1): 829,
-    (SPACE, CJK_PUNCT2): 829,
-    (SPACE, LOWER): 558,
-    (SPACE, UPPER): 558,
-    (SPACE, ACCENTED): 558,
-    (SPACE, ACCENTED_RARE): 558,
-    (NEWLINE, LOWER): 558,
-    (NEWLINE, UPPER): 558,
-    (NEWLINE, ACCENTED): 558,
-    (NEWLINE, ACCENTED_RARE): 558,
-    (OTHER_SPACE, LOWER): 558,
-    (OTHER_SPACE, UPPER): 558,
-    (OTHER_SPACE, ACCENTED): 558,
-    (OTHER_SPACE, ACCENTED_RARE): 558,
-    (DIGIT, ACCENTED): 558,
-    (DIGIT, ACCENTED_RARE): 558,
-    (PUNCT, ACCENTED): 558,
-    (PUNCT, ACCENTED_RARE): 558,
-    (CYRILLIC, LOWER): 558,
-    (CYRILLIC, UPPER): 558,
-    (CYRILLIC, ACCENTED): 558,
-    (CYRILLIC, ACCENTED_RARE): 558,
-    (GREEK, LOWER): 558,
-    (GREEK, UPPER): 558,
-    (GREEK, ACCENTED): 558,
-    (GREEK, ACCENTED_RARE): 558,
-    (OTHER, LOWER): 558,
-    (OTHER, UPPER): 558,
-    (OTHER, ACCENTED): 558,
-    (OTHER, ACCENTED_RARE): 558,
-    (HAN1, LOWER): 558,
-    (HAN1, UPPER): 558,
-    (HAN1, ACCENTED): 558,
-    (HAN1, ACCENTED_RARE): 558,
-    (HAN2, LOWER): 558,
-    (HAN2, UPPER): 558,
-    (HAN2, ACCENTED): 558,
-    (HAN2, ACCENTED_RARE): 558,
-    (HAN3, LOWER): 558,
-    (HAN3, UPPER): 558,
-    (HAN3, ACCENTED): 558,
-    (HAN3, ACCENTED_RARE): 558,
-    (KANA1, LOWER): 558,
-    (KANA1, UPPER): 558,
-    (KANA1, ACCENTED): 558,
-    (KANA1, ACCENTED_RARE): 558,
-    (KANA2, LOWER): 558,
-    (KANA2, UPPER): 558,
-    (KANA2, ACCENTED): 558,
-    (KANA2, ACCENTED_RARE): 558,
-    (HANGUL1, LOWER): 558,
-    (HANGUL1, UPPER): 558,
-    (HANGUL1, ACCENTED): 558,
-    (HANGUL1, ACCENTED_RARE): 558,
-    (HANGUL2, LOWER): 558,
-    (HANGUL2, UPPER): 558,
-    (HANGUL2, ACCENTED): 558,
-    (HANGUL2, ACCENTED_RARE): 558,
-    (HANGUL3, LOWER): 558,
-    (HANGUL3, UPPER): 558,
-    (HANGUL3, ACCENTED): 558,
-    (HANGUL3, ACCENTED_RARE): 558,
-    (CJK_PUNCT1, LOWER): 558,
-    (CJK_PUNCT1, UPPER): 558,
-    (CJK_PUNCT1, ACCENTED): 558,
-    (CJK_PUNCT1, ACCENTED_RARE): 558,
-    (CJK_PUNCT2, LOWER): 558,
-    (CJK_PUNCT2, UPPER): 558,
-    (CJK_PUNCT2, ACCENTED): 558,
-    (CJK_PUNCT2, ACCENTED_RARE): 558,
-    (START, LOWER): 558,
-    (START, UPPER): 558,
-    (START, ACCENTED): 558,
-    (START, ACCENTED_RARE): 558,
-    (SPACE, CYRILLIC): 2445,
-    (SPACE, GREEK): 2445,
-    (NEWLINE, CYRILLIC): 2445,
-    (NEWLINE, GREEK): 2445,
-    (OTHER_SPACE, CYRILLIC): 2445,
-    (OTHER_SPACE, GREEK): 2445,
-    (LOWER, CYRILLIC): 2445,
-    (LOWER, GREEK): 2445,
-    (UPPER, CYRILLIC): 2445,
-    (UPPER, GREEK): 2445,
-    (DIGIT, CYRILLIC): 2445,
-    (DIGIT, GREEK): 2445,
-    (PUNCT, CYRILLIC): 2445,
-    (PUNCT, GREEK): 2445,
-    (ACCENTED, CYRILLIC): 2445,
-    (ACCENTED, GREEK): 2445,
-    (ACCENTED_RARE, CYRILLIC): 2445,
-    (ACCENTED_RARE, GREEK): 2445,
-    (OTHER, CYRILLIC): 2445,
-    (OTHER, GREEK): 2445,
-    (HAN1, CYRILLIC): 2445,
-    (HAN1, GREEK): 2445,
-    (HAN2, CYRILLIC): 2445,
-    (HAN2, GREEK): 2445,
-    (HAN3, CYRILLIC): 2445,
-    (HAN3, GREEK): 2445,
-    (KANA1, CYRILLIC): 2445,
-    (KANA1, GREEK): 2445,
-    (KANA2, CYRILLIC): 2445,
-    (KANA2, GREEK): 2445,
-    (HANGUL1, CYRILLIC): 2445,
-    (HANGUL1, GREEK): 2445,
-    (HANGUL2, CYRILLIC): 2445,
-    (HANGUL2, GREEK): 2445,
-    (HANGUL3, CYRILLIC): 2445,
-    (HANGUL3, GREEK): 2445,
-    (CJK_PUNCT1, CYRILLIC): 2445,
-    (CJK_PUNCT1, GREEK): 2445,
-    (CJK_PUNCT2, CYRILLIC): 2445,
-    (CJK_PUNCT2, GREEK): 2445,
-    (START, CYRILLIC): 2445,
-    (START, GREEK): 2445,
+    (int(prev), int(cls)): weight
+    for weight, pairs in _TRANSITION_GROUPS
+    for prev, cls in (pair.split(",") for pair in pairs.split())
 }
 LETTER_RATE: tuple[int, ...] = (
     0,
-    60,
+    57,
+    0,
+    0,
+    0,
+    83,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,
+    354,
+    208,
+    0,
+    225,
+    0,
+    0,
+    0,
+    301,
     0,
     0,
     0,
@@ -337,35 +288,17 @@ LETTER_RATE: tuple[int, ...] = (
     0,
     0,
     0,
-    0,
-    0,
-    993,
-    2418,
-    0,
-    2949,
-    0,
-    0,
-    0,
-    0,
-    431,
+    1551,
     0,
     0,
     0,
     0,
     0,
-    27,
-    0,
-    1301,
-    0,
-    0,
-    0,
-    0,
-    1404,
 )
 """By script, regime and stride (see N_LETTER_RATES)."""
 GROUP_RATE: dict[str, int] = dict.fromkeys(GROUPS, 1000)
 """Milli-tokens per token a group's character costs alone."""
-GROUP_WORD: dict[str, int] = {}
+GROUP_WORD: dict[str, int] = {"hebrew": 63, "armenian": 1730}
 """Milli-tokens where a word of a letter group starts."""
 LONG_RUN = 16
 """Letters of one word past this many pay `LONG_RUN_RATE` each."""
