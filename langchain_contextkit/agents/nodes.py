@@ -517,6 +517,8 @@ def context_node(
 
     def learnt(state: Mapping[str, Any]) -> tuple[Calibration, list[Any]]:
         calibration = Calibration.from_state(state.get(calibration_key))
+        if model is not None:  # a window a provider stated holds for its own model only
+            calibration = calibration.for_model(model)
         return learn_from_history(calibration, state.get(ledger_key) or [], state[messages_key])
 
     def inputs(

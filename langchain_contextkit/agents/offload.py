@@ -61,11 +61,8 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, ToolMessage
 
 from langchain_contextkit._validate import check_count
-from langchain_contextkit.agents.offload_stores import (
-    HiddenSpan,
-    OffloadStore,
-    offload_key,
-)
+from langchain_contextkit.agents._preview import preview_span, render_preview
+from langchain_contextkit.agents.offload_stores import OffloadStore, offload_key
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.tokens import TokenCounter, count_tokens
 
@@ -80,6 +77,7 @@ __all__ = [
     "DEFAULT_OFFLOAD_MIN_TOKENS",
     "DEFAULT_OFFLOAD_SHARE",
     "DEFAULT_PREVIEW_TOKENS",
+    "STORE_OFFLOAD_MIN_TOKENS",
     "OffloadConfig",
     "OffloadOutcome",
     "ToolResultOffloader",
@@ -99,6 +97,12 @@ DEFAULT_OFFLOAD_MIN_TOKENS = 1_000
 """The threshold never goes below this: under ~1,000 tokens (a screenful or two) a result
 costs less to show than the extra call that would read it back, so a small window does
 not turn every result into a pointer."""
+
+STORE_OFFLOAD_MIN_TOKENS = 20_000
+"""With no `offload=` but a store at hand (the agent's LangGraph store), results over
+this many tokens (about deepagents' 80,000 characters), or a tenth of the trajectory
+budget when that is more, are offloaded to it: on by default, for results no window
+should carry whole."""
 
 DEFAULT_PREVIEW_TOKENS = 400
 """Head plus tail shown of an offloaded result (at most a quarter of the threshold)."""
@@ -268,18 +272,14 @@ class ToolResultOffloader:
 
     def _render(self, job: _Job, budget: int) -> tuple[str, int]:
         text = job.text
-        head_end = _head_end(text, budget // 2, self.counter)
-        tail_start = max(head_end, _tail_start(text, budget - budget // 2, self.counter))
-        hidden = _hidden(text, head_end, tail_start)
+        hidden = preview_span(text, budget, self.counter)
         line = (
             f"[offloaded: {hidden.end - hidden.start} of {len(text)} characters not shown "
             f"(lines {hidden.first_line}-{hidden.last_line} of {hidden.lines}); the whole "
             f"result is saved. Read the rest with the {self.config.store.reader} tool: "
             f"{self.config.store.pointer(job.key, text, hidden)}]"
         )
-        head = text[:head_end]
-        newline = "" if not head or head.endswith("\n") else "\n"
-        shown = f"{head}{newline}{line}\n{text[tail_start:]}"
+        shown = render_preview(text, hidden, line)
         return shown, self.counter(shown)
 
     def _view(
@@ -395,59 +395,6 @@ def _reads(messages: Sequence[BaseMessage], store: OffloadStore) -> set[str]:
                 if call["name"] == store.reader and call["id"] and store.reads(call["args"]):
                     ids.add(call["id"])
     return ids
-
-
-def _head_end(text: str, budget: int, counter: TokenCounter) -> int:
-    """End of the longest run of whole lines from the start within `budget` tokens."""
-    end = 0
-    used = 0
-    while end < len(text):
-        stop = text.find("\n", end)
-        stop = len(text) if stop < 0 else stop + 1
-        cost = counter(text[end:stop])
-        if used + cost > budget:
-            break
-        used += cost
-        end = stop
-    if end == 0:  # one long first line: cut it by characters
-        end = _chars_within(text, budget, counter, from_end=False)
-    return end
-
-
-def _tail_start(text: str, budget: int, counter: TokenCounter) -> int:
-    """Start of the longest run of whole lines at the end within `budget` tokens."""
-    start = len(text)
-    used = 0
-    while start > 0:
-        prev = text.rfind("\n", 0, start - 1) + 1
-        cost = counter(text[prev:start])
-        if used + cost > budget:
-            break
-        used += cost
-        start = prev
-    if start == len(text):
-        start = len(text) - _chars_within(text, budget, counter, from_end=True)
-    return start
-
-
-def _chars_within(text: str, budget: int, counter: TokenCounter, *, from_end: bool) -> int:
-    """Characters from one end of `text` that fit `budget` tokens (binary search)."""
-    low, high = 0, min(len(text), budget * 8)
-    while low < high:
-        middle = (low + high + 1) // 2
-        piece = text[-middle:] if from_end else text[:middle]
-        if counter(piece) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _hidden(text: str, start: int, end: int) -> HiddenSpan:
-    first = text.count("\n", 0, start) + 1
-    last = text.count("\n", 0, max(start, end - 1)) + 1
-    lines = text.count("\n") + (not text.endswith("\n"))
-    return HiddenSpan(start, end, first, last, lines)
 
 
 def with_offload_tally(ledger: CallLedger, outcome: OffloadOutcome | None) -> CallLedger:

@@ -22,7 +22,7 @@ import json
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
@@ -195,7 +195,11 @@ def grid_cuts(
 def _fingerprint(message: BaseMessage) -> bytes:
     """What a provider is sent of a message, canonically; ids left out on purpose."""
     content = message.content
-    calls = message.tool_calls if isinstance(message, AIMessage) else None
+    calls: list[Any] | None = None
+    if isinstance(message, AIMessage):
+        # Invalid calls are sent too (`_message_rules`); a message without any keeps the
+        # fingerprint it always had.
+        calls = [*message.tool_calls, *message.invalid_tool_calls]
     call_id = message.tool_call_id if isinstance(message, ToolMessage) else None
     # Each field length-prefixed, so no two messages share a fingerprint. Text content,
     # the bulk of a history, is taken as it is: JSON-escaping it was most of the cost.

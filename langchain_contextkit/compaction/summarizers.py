@@ -122,6 +122,11 @@ def render_transcript(messages: Sequence[BaseMessage]) -> str:
                 f"[calls {call['name']}({json.dumps(call['args'], ensure_ascii=False)})]"
                 for call in message.tool_calls
             )
+            # A call whose arguments were not valid JSON was sent, and answered, all the same.
+            parts.extend(
+                f"[calls {call['name'] or 'a tool'}({call['args'] or ''}): invalid JSON arguments]"
+                for call in message.invalid_tool_calls
+            )
         # Every line after a block's first is indented: a line of a tool's output that
         # begins "User:" or "Note:" stays the tool's, through any number of recaps.
         body = " ".join(parts).replace("\n", "\n" + _CONTINUED)

@@ -16,7 +16,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_contextkit._async import run_sync
 from langchain_contextkit.compaction.summarizers import check_fidelity, render_transcript
-from langchain_contextkit.messages import find_message_problems, split_system, unit_starts
+from langchain_contextkit.messages import (
+    find_message_problems,
+    has_tool_calls,
+    repair_messages,
+    split_system,
+    unit_starts,
+)
 from langchain_contextkit.prompts import Fidelity, PromptRegistry
 from langchain_contextkit.reducers.base import (
     SummarizerLike,
@@ -143,11 +149,10 @@ async def reduce_agent(
             break
         content = f"{registry.heading('recap')} {summary}"
         entry: BaseMessage = AIMessage(content) if task else SystemMessage(content)
-        reduced = [*kept_head, entry, *pins, *recent]
+        reduced = _without_new_problems(messages, [*kept_head, entry, *pins, *recent])
         # An estimate is not additive where the heading meets the summary: check the whole.
         excess = count_message_tokens(reduced, counter) - budget
         if excess <= 0:
-            _no_new_problems(messages, reduced)
             return reduced
         room -= excess
         if room < 1:
@@ -174,8 +179,7 @@ def _flat(units: Sequence[Sequence[BaseMessage]]) -> list[BaseMessage]:
 
 
 def _is_tool_step(unit: Sequence[BaseMessage]) -> bool:
-    head = unit[0]
-    return isinstance(head, AIMessage) and bool(head.tool_calls)
+    return has_tool_calls(unit[0])  # invalid calls too: they were sent and answered
 
 
 def _is_error_unit(unit: Sequence[BaseMessage]) -> bool:
@@ -207,13 +211,21 @@ def _entry_cost(registry: PromptRegistry, counter: TokenCounter) -> int:
     )
 
 
-def _no_new_problems(before: Sequence[BaseMessage], after: Sequence[BaseMessage]) -> None:
+def _without_new_problems(
+    before: Sequence[BaseMessage], after: list[BaseMessage]
+) -> list[BaseMessage]:
+    """`after`, repaired (and logged) if reducing added a problem `before` did not have.
+
+    Whole units are kept, so this should never happen; if it does, the request is mended
+    rather than the run ended.
+    """
     new = Counter(p.code for p in find_message_problems(after)) - Counter(
         p.code for p in find_message_problems(before)
     )
-    if new:  # pragma: no cover - a bug here, not a user error
-        msg = f"reduction produced an invalid message list: {new}"
-        raise AssertionError(msg)
+    if not new:
+        return after
+    logger.warning("reduction produced an invalid message list (%s): repaired", dict(new))
+    return repair_messages(after)[0]
 
 
 # -- plan and execute ---------------------------------------------------------------------

@@ -212,7 +212,10 @@ def test_unknown_window_and_bad_settings_are_refused() -> None:
     model = ScriptedChatModel(responses=["x"])
     with pytest.raises(ConfigError, match="max_input_tokens"):
         ContextKitMiddleware.for_model(model)
-    assert ContextKitMiddleware.for_model(model, fallback_window=8000).assembler.window == 8000
+    # Was: the fallback frozen as the assembler's window; now each call reads the profile
+    # of the model it goes to, and the fallback serves only where that states none.
+    fallback = ContextKitMiddleware.for_model(model, fallback_window=8000)
+    assert (fallback.assembler.window, fallback.fallback_window) == (None, 8000)
     with pytest.raises(ConfigError, match="ledger_size"):
         ContextKitMiddleware(ledger_size=0)
     with pytest.raises(ConfigError, match="summaries"):

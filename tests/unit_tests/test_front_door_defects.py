@@ -160,7 +160,9 @@ def test_scripted_llm_takes_its_responses_positionally_and_sets_its_window() -> 
     budget = WindowBudget.for_run(llm=llm, cfg=WindowBudgetConfig())
     assert budget is not None
     assert (budget.window, budget.output_reserve) == (200_000, 4096)
-    assert ContextKitMiddleware.for_model(llm).assembler.window == 200_000
+    # Was: the window frozen by for_model; now read from the called model's profile.
+    assembler = ContextKitMiddleware.for_model(llm).assembler
+    assert (assembler.window, assembler.budget_for(model=llm).window) == (None, 200_000)
 
 
 def test_scripted_llm_refuses_what_it_cannot_honour() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
@@ -22,11 +21,14 @@ def _view(words: int) -> list[BaseMessage]:
 
 
 def test_a_summary_request_near_the_window_is_not_sent_over_it() -> None:
-    # The provider counted one of the last calls ~10% over the estimate: the agent's own
-    # requests keep the calibration's usual factor (1.0, the third largest ratio), the
-    # in-place summary request is sized by the largest one, as a refusal would waste it.
-    calibration = Calibration((1.0,) * 7 + (1.1,), 8)
-    assert (calibration.factor, calibration.cautious().factor) == (1.0, 1.1)
+    # The provider counted the last call ~10% over the estimate, the calls before it
+    # exactly: the agent's own requests keep the usual margin (the calls' scatter), the
+    # in-place summary request keeps the largest excess free, as a refusal would waste it.
+    # (Was: factor 1.0 as the third largest ratio, 1.1 as the cautious one; the
+    # calibration is now a fitted line, so the test reads both sizes from it.)
+    calibration = Calibration()
+    for reported in (1000,) * 7 + (1100,):
+        calibration = calibration.observe(1000, reported)
     sent: list[list[BaseMessage]] = []
 
     def provider(messages: list[BaseMessage]) -> str:
@@ -47,31 +49,37 @@ def test_a_summary_request_near_the_window_is_not_sent_over_it() -> None:
     assert call.in_place is not None
     budget = call.budget
     ceiling = budget.window - budget.output_reserve  # in provider tokens
+    usual, cautious = calibration.estimated(ceiling), calibration.cautious().estimated(ceiling)
+    assert cautious < usual
     counter = middleware.assembler.compactor.token_counter
 
     def estimate(view: list[BaseMessage]) -> int:
         return budget.fixed + count_message_tokens([*view, HumanMessage(INSTRUCTION)], counter)
 
-    # The largest view the usual factor (1.0) would send: its provider count is ~10% over.
+    # The largest view the usual sizing would send: the cautious one declines it.
     words = 3
-    while estimate(_view(words + 3)) <= ceiling:
+    while estimate(_view(words + 3)) <= usual:
         words += 3
     view = _view(words)
-    assert math.ceil(estimate(view) * 1.1) > ceiling
+    assert estimate(view) > cautious
     assert call.in_place.summarize(view, INSTRUCTION) is None
     assert sent == []  # declined: the transcript is summarised instead
-    # What it does send fits in provider tokens at the largest ratio seen.
+    # What it does send fits at the largest excess seen.
     small = _view(words // 2)
     assert call.in_place.summarize(small, INSTRUCTION) == "Facts:\n- User: noted."
     assert len(sent) == 1
-    assert math.ceil(count_message_tokens(sent[0], counter) * 1.1) <= ceiling
+    assert count_message_tokens(sent[0], counter) <= cautious
 
 
-def test_cautious_is_the_largest_recent_ratio() -> None:
-    assert Calibration().cautious() == Calibration()
-    few = Calibration((1.2, 0.9), 2)
-    assert few.cautious() == few  # fewer than the rank: the factor is the largest already
-    many = Calibration((0.9, 1.3, 1.0, 1.0, 1.0), 5, window=3000)
-    assert many.factor == 1.0
+def test_cautious_keeps_the_largest_recent_excess_free() -> None:
+    # Was: the largest of the recent ratios; now the largest excess of a call over the line.
+    assert Calibration().cautious().estimated(3000) == 3000  # nothing learnt: no margin
+    many = Calibration()
+    for reported in (900, 1300, 1000, 1000, 1000):
+        many = many.observe(1000, reported)
+    many = many.observe_refusal(5000, None, window=3000)
     cautious = many.cautious()
-    assert (cautious.factor, cautious.calls, cautious.window) == (1.3, 5, 3000)
+    assert cautious.margin >= many.margin
+    assert cautious.margin > 0.2  # the 1300 call, about 30% over the line
+    assert cautious.estimated(3000) < many.estimated(3000)
+    assert (cautious.calls, cautious.window) == (many.calls, 3000)

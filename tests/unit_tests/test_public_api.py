@@ -65,6 +65,9 @@ EXPECTED_ALL = {
     "find_message_problems",
     "summarizer_from_llm",
     "trim_to_budget",
+    # every list a provider accepts; a broken one repaired in the request (issue 28)
+    "MessageRepair",
+    "repair_messages",
     "truncate_to_tokens",
     # one ledger per model call (issue 8)
     "CallLedger",

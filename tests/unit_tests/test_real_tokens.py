@@ -193,18 +193,22 @@ def test_a_refusal_for_length_is_retried_once_and_its_figures_are_learnt() -> No
 # --- the pieces, without HTTP ---------------------------------------------------------------
 
 
-def test_calibration_is_a_bounded_high_quantile_of_recent_ratios() -> None:
+def test_calibration_follows_recent_calls_without_a_bound() -> None:
+    # Was: a bounded high quantile (the third largest of eight ratios, within 0.5-4). The
+    # calibration is now a fitted line with no bound (issue 29: Thai needs ~30); what the
+    # bound protected against is handled by the fit's weights and prior.
     calibration = Calibration()
     assert calibration.factor == 1.0
     assert calibration.observe(0, 100) is calibration  # nothing to learn from
     for ratio in (1.30, 1.10, 1.20, 1.25, 1.15):
         calibration = calibration.observe(1000, round(1000 * ratio))
-    assert calibration.factor == pytest.approx(1.20)  # the third largest of five
+    assert 1.15 < calibration.factor < 1.25  # recent calls weigh more
     for _ in range(8):  # a change of text: several calls in a row lower it
         calibration = calibration.observe(1000, 1000)
-    assert calibration.factor == pytest.approx(1.0)
+    assert calibration.factor == pytest.approx(1.0, abs=0.02)
     wild = Calibration().observe(10, 10_000)
-    assert wild.factor == 4.0  # bounded
+    assert wild.real(10) == 10_000  # the call is priced as reported ...
+    assert wild.ratio < 11  # ... but a tiny call is mostly read as overhead
     assert Calibration.from_state(wild.to_dict()) == wild
     assert Calibration.from_state({"ratios": "junk"}) == Calibration()
 
@@ -326,7 +330,7 @@ def test_a_calibrated_ledger_divides_the_window_and_speaks_provider_tokens() -> 
     history: list[Any] = []
     for n in range(60):
         history += [HumanMessage(f"Shelf {n} holds {n * 3} boxes. " * 5), AIMessage("Noted.")]
-    calibration = Calibration((1.5, 1.5, 1.5), 3)
+    calibration = Calibration().observe(10_000, 15_000).observe(10_000, 15_000)
     assembler = WindowAssembler(window=3000)
     plain = assembler.assemble(history, system_message=SystemMessage("Count boxes."))
     scaled = assembler.assemble(
@@ -335,9 +339,14 @@ def test_a_calibrated_ledger_divides_the_window_and_speaks_provider_tokens() -> 
     ledger = scaled.ledger
     parts = ("system", "tools", "summary", "retrieval", "history", "turn", "free")
     assert sum(getattr(ledger, p) for p in parts) + ledger.output_reserve == ledger.window == 3000
-    assert ledger.factor == 1.5
-    assert ledger.estimated * 1.5 <= ledger.window - ledger.output_reserve
-    assert abs(ledger.prompt - ledger.estimated * 1.5) <= 6  # rounding of six parts
+    # The ledger prices the request by the fitted line at its own size (two calls of one
+    # size cannot tell a fixed overhead from the ratio, so a smaller request costs a little
+    # more per token than they did).
+    factor = calibration.factor_at(ledger.estimated)
+    assert ledger.factor == factor
+    assert 1.5 <= factor < 1.6
+    assert ledger.estimated * factor <= ledger.window - ledger.output_reserve
+    assert abs(ledger.prompt - ledger.estimated * factor) <= 6  # rounding of six parts
     # The window is divided in provider tokens: never more of the history fits, and what
     # is left free is smaller by the factor (the two may keep the same cut of the grid).
     assert ledger.estimated <= plain.ledger.estimated
