@@ -32,7 +32,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_contextkit._count_memo import SEEN_MESSAGES, CountMemo
-from langchain_contextkit._token_estimate import count_text_tokens, count_texts_tokens
+from langchain_contextkit._token_count import count_text_tokens, count_texts_tokens
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
 
 if TYPE_CHECKING:

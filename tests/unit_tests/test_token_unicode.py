@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_contextkit import _token_estimate as model
+from langchain_contextkit import _token_count as counting
 from langchain_contextkit import count_each, count_tokens, tiktoken_counter
 
 _ALPHABET = st.sampled_from(
@@ -27,15 +27,15 @@ def test_appending_never_lowers_the_count(head: str, tail: str) -> None:
 @given(text=texts)
 @settings(max_examples=200, deadline=None)
 def test_every_path_agrees(text: str) -> None:
-    expected = model._count_short(text)
+    expected = counting._count_short(text)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(model, "_SHORT_TEXT", 0)
-        assert model.count_text_tokens(text) == expected
-        patch.setattr(model, "_BLOCK", 7)  # blocks cut runs of spaces and words
-        assert model.count_text_tokens(text) == expected
+        patch.setattr(counting, "_SHORT_TEXT", 0)
+        assert counting.count_text_tokens(text) == expected
+        patch.setattr(counting, "_BLOCK", 7)  # blocks cut runs of spaces and words
+        assert counting.count_text_tokens(text) == expected
     assert count_each([text, text[:97], text]) == [
         expected,
-        model._count_short(text[:97]),
+        counting._count_short(text[:97]),
         expected,
     ]
 
@@ -65,8 +65,8 @@ def test_every_path_agrees(text: str) -> None:
 )
 def test_no_code_point_is_free(cp: int) -> None:
     # One character after a word: the word's own cost must grow by a positive amount.
-    base = model._count_short("x" * 200)
-    assert model._count_short("x" * 200 + chr(cp) * 40) > base
+    base = counting._count_short("x" * 200)
+    assert counting._count_short("x" * 200 + chr(cp) * 40) > base
 
 
 def test_a_run_of_spaces_costs_a_token_as_the_pre_tokenizer_splits_it() -> None:
