@@ -1,14 +1,16 @@
-"""Real tokens on the agent path: the untuned default in six languages, through ChatOpenAI.
+"""Real tokens on the agent path: the untuned default in ten languages, through ChatOpenAI.
 
-    python bench/bench_real_tokens.py                  # cl100k stub, then an unseen tokenizer
-    python bench/bench_real_tokens.py --turns 60 --languages de,hu
+    python bench/bench_real_tokens.py                  # cl100k, o200k, then an unseen tokenizer
+    python bench/bench_real_tokens.py --turns 60 --languages de,hu --stubs o200k
 
 `create_agent` + `ContextKitMiddleware.for_model(model)` + `ChatOpenAI` against
 `OpenAIStub` (window 4,000 tokens, HTTP 400 above it). Every user turn pastes ~600
 characters and every tool result ~1,200 characters of the language's man-page sources,
-read from /usr/share/man at run time. Two stubs: one counting with cl100k (what the
-estimator was fitted on) and one with a tokenizer the estimator never saw (cl100k's
-first 20,000 merges, which cuts the same text into 30-70% more tokens).
+read from /usr/share/man at run time, or, for Thai, Hindi, Arabic and Vietnamese (no man
+pages), of its translated messages from the .mo catalogues under /usr/share/locale.
+Three stubs: cl100k and o200k (through bpe-openai, offline), and a tokenizer the
+estimator never saw (cl100k's first 20,000 merges, which cuts the same text into 30-70%
+more tokens).
 
 Per language: HTTP 400s, turns completed, calls, compactions, the calibration factor at
 the end, and the median and 90th percentile of |ledger's calibrated estimate - reported
@@ -22,8 +24,10 @@ after the third call <= 3% in every language. Exits 1 on a FAIL.
 from __future__ import annotations
 
 import argparse
+import gettext
 import gzip
 import statistics
+import struct
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,15 +47,31 @@ from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall
 WINDOW = 4_000
 MAX_OUTPUT = 256
 TURNS = 30
-LANGUAGES = ("de", "pl", "tr", "hu", "ru", "zh_TW")
+LANGUAGES = ("de", "pl", "tr", "hu", "ru", "zh_TW", "th", "hi", "ar", "vi")
 MEDIAN_TARGET = 0.03
 MAN = Path("/usr/share/man")
+LOCALE = Path("/usr/share/locale")
 
 
 def man_text(language: str) -> str:
+    """The language's man-page sources, else its catalogue messages ("" if neither)."""
     text = ""
     for page in sorted((MAN / language).glob("man1/*.gz"))[:40]:
         text += gzip.decompress(page.read_bytes()).decode("utf-8", "replace")
+        if len(text) > 200_000:
+            break
+    return text or catalogue_text(language)
+
+
+def catalogue_text(language: str) -> str:
+    text = ""
+    for mo in sorted((LOCALE / language / "LC_MESSAGES").glob("*.mo")):
+        try:
+            with mo.open("rb") as fh:
+                messages = gettext.GNUTranslations(fh)._catalog  # noqa: SLF001 - no public API
+        except (OSError, UnicodeDecodeError, struct.error):
+            continue
+        text += "\n".join(v for k, v in messages.items() if k and isinstance(v, str)) + "\n"
         if len(text) > 200_000:
             break
     return text
@@ -82,7 +102,7 @@ def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
     return Reply(tool_calls=(ToolCall(name="read_manual", args={"page": turn}, id=f"c{turn}"),))
 
 
-def run(language: str, encoding: str | tiktoken.Encoding, turns: int) -> dict[str, Any]:
+def run(language: str, encoding: Any, turns: int) -> dict[str, Any]:
     text = man_text(language)
 
     @tool
@@ -137,10 +157,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--languages", default=",".join(LANGUAGES))
+    parser.add_argument("--stubs", default="cl100k,o200k,unseen", help="which stubs to run")
     args = parser.parse_args()
     languages = [lang for lang in args.languages.split(",") if man_text(lang)]
     failures = []
-    for name, encoding in (("cl100k", "cl100k_base"), ("unseen tokenizer", unseen_encoding())):
+    stubs = {
+        "cl100k": lambda: "cl100k_base",
+        "o200k": lambda: "o200k_base",  # bpe-openai's copy when tiktoken cannot download it
+        "unseen": unseen_encoding,
+    }
+    for name in args.stubs.split(","):
+        encoding = stubs[name]()
         print(f"\n{name} stub, window {WINDOW:,}, {args.turns} turns")
         print(
             f"{'language':10}{'400s':>6}{'failed':>8}{'calls':>7}{'compact':>9}{'factor':>8}"

@@ -1,5 +1,13 @@
 """A token-counting corpus read from files already on this machine.
 
+Besides prose, source and data, it holds what tools print and users paste: man pages
+rendered by groff with their layout (`rendered_man_pages`), the translated messages of
+dozens of languages and scripts (`catalogue`, from the .mo files under /usr/share/locale),
+C, shell, Perl and JavaScript source, YAML, CSV, `hexdump -C` output, base64 of compressed
+and of zero-filled data, and chat lines with emoji. Every loader is deterministic: sorted
+paths, fixed strides. `fit_sample` and `judged_sample` split each category in two, so the
+weights are fitted on one half and judged on the other.
+
 Nothing here is generated or copied into the repository: every document is read at
 benchmark time from the Python installation, Debian's shared data (licences, gettext
 catalogues, CA certificates, man pages, package documentation, the package manager's logs
@@ -19,10 +27,14 @@ boundaries, so per-document errors are measured on prompt-sized pieces of text.
 from __future__ import annotations
 
 import ast
+import base64
 import gettext
 import gzip
 import json
 import re
+import shutil
+import struct
+import subprocess
 import sys
 import sysconfig
 import unicodedata
@@ -104,7 +116,7 @@ def _catalogue_texts(lang: str, script: re.Pattern[str] = _CJK) -> Iterator[str]
         try:
             with mo.open("rb") as fh:
                 catalogue = gettext.GNUTranslations(fh)
-        except (OSError, UnicodeDecodeError, gettext.struct.error):  # type: ignore[attr-defined]
+        except (OSError, UnicodeDecodeError, struct.error):
             continue
         messages = [v for k, v in catalogue._catalog.items() if k and isinstance(v, str)]  # noqa: SLF001
         yield "\n".join(m for m in messages if _share(m, script) > 0.3)
@@ -412,6 +424,184 @@ def urls() -> list[str]:
     return _take(docs)
 
 
+# --- The wider corpus: what users paste and tools print, in every script --------------------
+
+_GROFF = ("groff", "-Tutf8", "-mandoc", "-K", "utf8", "-P", "-cbou", "-rLL=78n")
+_RENDER_PAGES = 24
+CATALOGUE_LANGUAGES = (
+    *("th", "hi", "ar", "vi", "he", "fa", "ka", "am", "bn", "ta", "km", "my", "si", "ml"),
+    *("te", "kn", "gu", "pa", "mr", "ne", "hy", "kk", "be", "bg", "cy", "el", "uk", "sr"),
+    *("mk", "ug", "yi", "de", "pl", "tr", "hu", "fr", "es", "ru", "zh_TW", "ja", "ko"),
+)
+"""Languages whose gettext catalogues (/usr/share/locale/<lang>) form one category each."""
+_CATALOGUE_DOCS = 16
+
+
+def _render(source: str) -> str:
+    """A man page as `man` shows it: groff's terminal output, layout kept, no overstrike."""
+    groff = shutil.which(_GROFF[0])
+    if groff is None:
+        return ""
+    try:
+        done = subprocess.run(  # noqa: S603 - a fixed argument list, no shell
+            [groff, *_GROFF[1:]],
+            input=source.encode("utf-8"),
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else ""
+
+
+def rendered_man_pages(lang: str | None) -> Callable[[], list[str]]:
+    """A loader for one language's man pages rendered with their layout (None: English)."""
+
+    def load() -> list[str]:
+        folder = _MAN if lang is None else _MAN / lang
+        sources = _man_sources(folder, limit=_RENDER_PAGES)[:_RENDER_PAGES]
+        return _take(c for s in sources for c in _chunks(_render(s)))
+
+    load.__name__ = f"rendered_man_pages_{lang or 'en'}"
+    return load
+
+
+def _all_messages(lang: str) -> str:
+    """Every translated message of one language's catalogues, in a fixed order."""
+    folder = _LOCALE / lang / "LC_MESSAGES"
+    out: list[str] = []
+    for mo in sorted(folder.glob("*.mo")) if folder.is_dir() else []:
+        if mo.name.startswith("iso_"):
+            continue
+        try:
+            with mo.open("rb") as fh:
+                catalogue = gettext.GNUTranslations(fh)
+        except (OSError, UnicodeDecodeError, struct.error):
+            continue
+        out += [v for k, v in catalogue._catalog.items() if k and isinstance(v, str)]  # noqa: SLF001
+    return "\n".join(out)
+
+
+def catalogue(lang: str) -> Callable[[], list[str]]:
+    """A loader for one language's translated messages (the .mo files Debian installs)."""
+
+    def load() -> list[str]:
+        return _take(_chunks(_all_messages(lang)), limit=_CATALOGUE_DOCS)
+
+    load.__name__ = f"catalogue_{lang}"
+    return load
+
+
+def _files(roots: Iterable[Path], patterns: tuple[str, ...], limit: int) -> list[Path]:
+    found = sorted(
+        {p for root in roots if root.is_dir() for pat in patterns for p in root.rglob(pat)}
+    )
+    found = [p for p in found if p.is_file() and not p.is_symlink()]
+    return found[:: max(1, len(found) // limit)][:limit]
+
+
+def c_source() -> list[str]:
+    paths = _files([Path("/usr/include")], ("*.h",), 120)
+    return _take(c for p in paths for c in _chunks(_read(p)))
+
+
+def shell_and_perl() -> list[str]:
+    roots = [Path("/usr/share/perl5"), Path("/usr/share/perl"), Path("/etc")]
+    paths = _files(roots, ("*.pm", "*.sh"), 120)
+    return _take(c for p in paths for c in _chunks(_read(p)))
+
+
+def javascript_source() -> list[str]:
+    paths = _files([Path("/usr/share"), *_site_packages()], ("*.js",), 60)
+    return _take(c for p in paths if not p.name.endswith(".min.js") for c in _chunks(_read(p)))
+
+
+def yaml_documents() -> list[str]:
+    roots = [Path("/usr/share"), Path("/etc"), *_site_packages()]
+    paths = _files(roots, ("*.yaml", "*.yml"), 200)
+    return _take(c for p in paths for c in _chunks(_read(p)))
+
+
+def csv_documents() -> list[str]:
+    roots = [Path("/usr/share"), *_site_packages()]
+    paths = _files(roots, ("*.csv",), 60)
+    return _take(c for p in paths for c in _chunks(_read(p)))
+
+
+def _binaries(limit: int) -> list[bytes]:
+    paths = _files([Path("/usr/bin")], ("*",), limit)
+    return [data for data in map(_read_head, paths) if data]
+
+
+def _read_head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(65536)
+    except OSError:
+        return b""
+
+
+def _hexdump(data: bytes, offset: int) -> str:
+    """`hexdump -C` of `data`, as a terminal prints it."""
+    lines = []
+    for at in range(0, len(data), 16):
+        row = data[at : at + 16]
+        hexes = " ".join(f"{b:02x}" for b in row[:8]) + "  " + " ".join(f"{b:02x}" for b in row[8:])
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in row)
+        lines.append(f"{offset + at:08x}  {hexes:<48}  |{text}|")
+    return "\n".join(lines) + "\n"
+
+
+def hexdumps() -> list[str]:
+    docs = []
+    for data in _binaries(60):
+        at = (len(data) // 3) & ~15
+        docs.append(_hexdump(data[at : at + 512], at))
+    return _take(docs)
+
+
+def base64_compressed() -> list[str]:
+    """base64 of compressed files (man pages' .gz), wrapped at 76 as MIME does."""
+    paths = sorted(p for p in _MAN.glob("man1/*.gz") if p.is_file() and not p.is_symlink())
+    docs = []
+    for p in paths[:: max(1, len(paths) // 60)][:60]:
+        encoded = base64.b64encode(p.read_bytes()[:1500]).decode()
+        docs.append("\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76)))
+    return _take(docs)
+
+
+def base64_sparse() -> list[str]:
+    """base64 of sparse data: the zero-filled headers of the machine's executables."""
+    docs = []
+    for data in _binaries(60):
+        encoded = base64.b64encode(data[:1500]).decode()
+        docs.append("\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76)))
+    return _take(docs)
+
+
+_EMOJI = (
+    *("\U0001f600", "\U0001f602", "\U0001f44d", "\U0001f44d\U0001f3fd", "\u2764\ufe0f"),
+    *("\U0001f389", "\U0001f680", "\U0001f914", "\U0001f64f\U0001f3fb", "\u2705", "\U0001f525"),
+    *("\U0001f468\u200d\U0001f469\u200d\U0001f467", "\U0001f1e9\U0001f1ea", "\U0001f60d"),
+    *("\U0001f469\U0001f3fe\u200d\U0001f4bb", "\U0001f62d", "\u2728", "\U0001f440", "\U0001f4a1"),
+)
+"""Emoji as chat writes them: with skin tones, ZWJ families, flags, variation selectors."""
+
+
+def emoji_chat() -> list[str]:
+    """Chat lines (English catalogue messages) with emoji, mixed as people write them."""
+    messages = [m for m in _all_messages("en_GB").splitlines() if 10 < len(m) < 120]
+    if len(messages) < 200:
+        messages = [m for m in _all_messages("de").splitlines() if 10 < len(m) < 120]
+    lines = []
+    for i, message in enumerate(messages[:: max(1, len(messages) // 1500)]):
+        emoji = "".join(_EMOJI[(i * 7 + k) % len(_EMOJI)] for k in range(1 + i % 4))
+        speaker = ("alice", "bob", "carol")[i % 3]
+        lines.append(f"{speaker}: {message} {emoji}" if i % 2 else f"{speaker}: {emoji} {message}")
+    return _take(_chunks("\n".join(lines)))
+
+
 CATEGORIES: dict[str, Callable[[], list[str]]] = {
     "english prose": english_prose,
     "chinese prose": chinese_prose,
@@ -425,15 +615,35 @@ CATEGORIES: dict[str, Callable[[], list[str]]] = {
     "hex digests": hex_digests,
     "system logs": system_logs,
     "debian docs": debian_docs,
-    "man en": english_man_pages,
-    **{f"man {lang}": man_pages(lang) for lang in MAN_LANGUAGES},
+    "man en": rendered_man_pages(None),
+    **{f"man {lang}": rendered_man_pages(lang) for lang in MAN_LANGUAGES},
     "man roff sources": man_roff_sources,
+    **{f"mo {lang}": catalogue(lang) for lang in CATALOGUE_LANGUAGES},
+    "c source": c_source,
+    "shell/perl": shell_and_perl,
+    "javascript": javascript_source,
+    "yaml": yaml_documents,
+    "csv": csv_documents,
+    "hexdump": hexdumps,
+    "base64 compressed": base64_compressed,
+    "base64 sparse": base64_sparse,
+    "emoji chat": emoji_chat,
 }
 
 
 def load_corpus() -> dict[str, list[str]]:
     """Read every category from disk; a category with no files maps to an empty list."""
     return {name: loader() for name, loader in CATEGORIES.items()}
+
+
+def fit_sample(docs: list[str]) -> list[str]:
+    """The documents `fit_token_weights.py` fits on: every other one, from the first."""
+    return docs[0::2]
+
+
+def judged_sample(docs: list[str]) -> list[str]:
+    """The documents `bench_tokens.py` judges: the others, never seen by the fit."""
+    return docs[1::2]
 
 
 if __name__ == "__main__":

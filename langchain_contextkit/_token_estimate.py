@@ -25,58 +25,86 @@ character, and charges
 - a surcharge for every letter past the `LONG_RUN`-th of one word: no vocabulary holds
   such words, so cl100k cuts a long unbroken run (``xxxx...``, a blob) every few letters.
 
+- every other character (Arabic, Hebrew, Indic and South-East Asian scripts, symbols,
+  emoji, combining marks, the astral planes) by its script group and its tier: the tokens
+  the dearer of cl100k and o200k spends on it alone (`GROUPS`, `_tier_tables`), never 0;
+- a token for every run of two or more spaces, as both pre-tokenizers split them.
+
 Everything is summed in milli-tokens and rounded up, plus a start charge of half a token,
 since an underestimate is what overflows a window. All weights are integers and every
-charge depends only on the character and the text to its left, so the two evaluation
-paths below (pure Python for short strings, numpy for long ones) agree exactly, and the
-count can never fall when text is appended: appending adds non-negative charges and
-changes none of the earlier ones.
+charge depends only on the character and the text to its left, so the count can never
+fall when text is appended: appending adds non-negative charges and changes none of the
+earlier ones. `_token_count` evaluates the model (a loop for short strings, numpy for long
+ones and for batches; the two agree exactly).
 
 The weights, the CJK tiers, the accented letters that count as common and the language
-evidence were derived from tiktoken ``cl100k_base`` and text read from this machine
-(`bench/fit_token_weights.py` re-derives them; `bench/bench_tokens.py` measures the
-result). Only the one table of CJK tiers is shipped as data (a few hundred bytes
-compressed), never any part of the vocabulary itself.
-
-Over 500 lines on purpose: The estimator's fitted tables and its single counting
-algorithm, kept in one place.
+evidence were derived from cl100k and o200k and text read from this machine
+(`bench/fit_token_weights.py` re-derives them; `bench/derive_group_tiers.py` the group
+tiers; `bench/bench_tokens.py` measures the result). Only tables of tiers are shipped as
+data, never any part of the vocabularies themselves.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
-import re
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["count_text_tokens", "count_texts_tokens"]
+__all__ = ["TABLES", "Tables"]
 
 # --- Character classes ---------------------------------------------------------------------
 
 SPACE, NEWLINE, OTHER_SPACE, LOWER, UPPER, DIGIT, PUNCT = range(7)
 ACCENTED, ACCENTED_RARE, CYRILLIC, GREEK, OTHER = range(7, 12)
 HAN1, HAN2, HAN3, KANA1, KANA2, HANGUL1, HANGUL2, HANGUL3, CJK_PUNCT1, CJK_PUNCT2 = range(12, 22)
-N_CLASSES = 22
+LATIN_EXT = 22
+"""Latin letters of three UTF-8 bytes (Vietnamese ``ế``, ``ạ``): letters of Latin words."""
+GROUPS = ("arabic", "hebrew", "armenian", "indic", "sea", "letters", "mark", "symbol")
+"""Every other character, by script group (`_tier_tables.GROUP_OF`), then by its tier: how
+many tokens the dearer of cl100k and o200k spends on it alone (1-4). Its cost is the
+group's rate times its tier: scripts these vocabularies hardly merge (Thai, Devanagari,
+Georgian in cl100k) cost about what their characters cost alone."""
+LETTER_GROUPS = GROUPS[:6]
+TIERS = 4
+GROUP_BASE = 23
+N_CLASSES = GROUP_BASE + len(GROUPS) * TIERS
 START = N_CLASSES
 """The class "before" a text's first character: pair codes run to (N_CLASSES + 1) * N_CLASSES."""
 CLASS_NAMES = (
     *("space", "newline", "other_space", "lower", "upper", "digit", "punct"),
     *("accented", "accented_rare", "cyrillic", "greek", "other"),
     *("han1", "han2", "han3", "kana1", "kana2", "hangul1", "hangul2", "hangul3"),
-    *("cjk_punct1", "cjk_punct2"),
+    *("cjk_punct1", "cjk_punct2", "latin_ext"),
+    *(f"{group}{tier}" for group in GROUPS for tier in range(1, TIERS + 1)),
 )
 
-LATIN, ALPHABET = 1, 2
-"""Letter scripts: a word is a run of letters of one script (0 marks a non-letter)."""
+
+def group_class(group: int, tier: int) -> int:
+    """The class of a character of `GROUPS[group]` that costs `tier` tokens alone."""
+    return GROUP_BASE + group * TIERS + tier - 1
+
+
+def group_of_class(cls: int) -> tuple[int, int] | None:
+    """(group, tier) of a group class, None for the others."""
+    if cls < GROUP_BASE or cls >= N_CLASSES:
+        return None
+    group, tier = divmod(cls - GROUP_BASE, TIERS)
+    return group, tier + 1
+
+
+LATIN, ALPHABET, SPACES = 1, 2, 3
+"""Letter scripts: a word is a run of letters of one script (0 marks a non-letter). Runs
+of spaces are tracked the same way (`SPACES`), since the pre-tokenizer prices them by run."""
 SCRIPT_OF_CLASS = bytes(
     LATIN
-    if c in {LOWER, UPPER, ACCENTED, ACCENTED_RARE}
+    if c in {LOWER, UPPER, ACCENTED, ACCENTED_RARE, LATIN_EXT}
     else ALPHABET
     if c in {CYRILLIC, GREEK}
+    else SPACES
+    if c == SPACE
     else 0
     for c in range(N_CLASSES + 1)
 )
@@ -125,9 +153,9 @@ _CJK_TIERS = (
 )
 """zlib + base64 of two bits per character of `_CJK_RANGES`: cl100k's tokens for it alone, 1-3."""
 _EVIDENCE = (
-    "eNpjYKAQsP79w8L4k/E7Ix//fxamf//ZGf79ZmL//eOHHHHyFAIHBzsHKABxgCIyDppA2o7BgcHBhMGCgDzYBIgk"
-    "VBpuLlwDmoUYDkBRZG8PoXV1IfoNDZEV29jAmcbGaDoHFxjUjqOBdxlGKjjgAMoJ8Dzw//9fRsZfP/7/fcvw+c/f"
-    "33///PjJ+uUn0zfWnwwH3h94+42QPLp5o2AUjILBCwCjLWJN"
+    "eNpjYKAQsP75w8zwg/E7A6/wf2bGv/9Z/v/9xcT+68cPBeLkKQQOCADiAEWMHUC0gxEQWzAYEpCHmwBhIZtrZIQq"
+    "ApPAcICZGRIXxrGygliIaoK2NprTGQYrGNSOoz6wZBip4IAtMEk72MPim5mVkZXt/y9GxrcsX////8/A8P8f5/e/"
+    "HD85fzAceH/g5WdC8ujmjYJRMAoGLwAA981WjQ=="
 )
 """zlib + base64 of one signed byte per code point below U+0800 (case-folded letters)."""
 
@@ -140,165 +168,116 @@ CHUNKS_BACK = 4
 THRESHOLD = 16
 """Evidence (1/16 nat units) above which those chunks read as a costly language."""
 
-# Milli-tokens: the fitted weights.
+# Milli-tokens: the fitted weights (bench/fit_token_weights.py).
 CHAR_RATE: dict[int, int] = {
-    UPPER: 111,
-    DIGIT: 437,
-    PUNCT: 69,
-    ACCENTED: 481,
-    ACCENTED_RARE: 1643,
-    GREEK: 552,
-    HAN1: 753,
-    HAN2: 2356,
-    HAN3: 2626,
-    KANA1: 822,
-    KANA2: 2058,
-    HANGUL1: 450,
-    HANGUL2: 1827,
-    HANGUL3: 2368,
-    CJK_PUNCT1: 470,
+    NEWLINE: 293,
+    OTHER_SPACE: 125,
+    LOWER: 8,
+    DIGIT: 222,
+    PUNCT: 86,
+    ACCENTED: 1144,
+    ACCENTED_RARE: 1995,
+    GREEK: 498,
+    HAN1: 730,
+    HAN2: 2194,
+    HAN3: 3582,
+    KANA1: 910,
+    KANA2: 741,
+    HANGUL1: 550,
+    HANGUL2: 1564,
+    HANGUL3: 2920,
+    CJK_PUNCT1: 849,
     CJK_PUNCT2: 2100,
+    LATIN_EXT: 339,
 }
-RUN_START: dict[int, int] = {NEWLINE: 1441, OTHER_SPACE: 781, DIGIT: 106}
+RUN_START: dict[int, int] = {NEWLINE: 1009, DIGIT: 649}
+# fmt: off
+_TRANSITION_GROUPS: tuple[tuple[int, str], ...] = (
+    (1261, (
+        "3,4 "
+    )),
+    (975, (
+        "5,3 5,4 "
+    )),
+    (1680, (
+        "4,5 "
+    )),
+    (1000, (
+        "0,5 "
+    )),
+    (322, (
+        "0,6 "
+    )),
+    (480, (
+        "6,0 "
+    )),
+    (1103, (
+        "6,5 "
+    )),
+    (1132, (
+        "6,3 "
+    )),
+    (1192, (
+        "6,4 "
+    )),
+    (845, (
+        "0,12 0,13 0,14 0,15 0,16 0,17 0,18 0,19 0,20 0,21 "
+    )),
+    (761, (
+        "0,3 0,4 0,7 0,8 0,22 1,3 1,4 1,7 1,8 1,22 2,3 2,4 2,7 2,8 2,22 5,7 5,8 5,22 6,7 6,8 6,22 "
+        "9,3 9,4 9,7 9,8 9,22 10,3 10,4 10,7 10,8 10,22 11,3 11,4 11,7 11,8 11,22 12,3 12,4 12,7 "
+        "12,8 12,22 13,3 13,4 13,7 13,8 13,22 14,3 14,4 14,7 14,8 14,22 15,3 15,4 15,7 15,8 15,22 "
+        "16,3 16,4 16,7 16,8 16,22 17,3 17,4 17,7 17,8 17,22 18,3 18,4 18,7 18,8 18,22 19,3 19,4 "
+        "19,7 19,8 19,22 20,3 20,4 20,7 20,8 20,22 21,3 21,4 21,7 21,8 21,22 23,3 23,4 23,7 23,8 "
+        "23,22 24,3 24,4 24,7 24,8 24,22 25,3 25,4 25,7 25,8 25,22 26,3 26,4 26,7 26,8 26,22 27,3 "
+        "27,4 27,7 27,8 27,22 28,3 28,4 28,7 28,8 28,22 29,3 29,4 29,7 29,8 29,22 30,3 30,4 30,7 "
+        "30,8 30,22 31,3 31,4 31,7 31,8 31,22 32,3 32,4 32,7 32,8 32,22 33,3 33,4 33,7 33,8 33,22 "
+        "34,3 34,4 34,7 34,8 34,22 35,3 35,4 35,7 35,8 35,22 36,3 36,4 36,7 36,8 36,22 37,3 37,4 "
+        "37,7 37,8 37,22 38,3 38,4 38,7 38,8 38,22 39,3 39,4 39,7 39,8 39,22 40,3 40,4 40,7 40,8 "
+        "40,22 41,3 41,4 41,7 41,8 41,22 42,3 42,4 42,7 42,8 42,22 43,3 43,4 43,7 43,8 43,22 44,3 "
+        "44,4 44,7 44,8 44,22 45,3 45,4 45,7 45,8 45,22 46,3 46,4 46,7 46,8 46,22 47,3 47,4 47,7 "
+        "47,8 47,22 48,3 48,4 48,7 48,8 48,22 49,3 49,4 49,7 49,8 49,22 50,3 50,4 50,7 50,8 50,22 "
+        "51,3 51,4 51,7 51,8 51,22 52,3 52,4 52,7 52,8 52,22 53,3 53,4 53,7 53,8 53,22 54,3 54,4 "
+        "54,7 54,8 54,22 55,3 55,4 55,7 55,8 55,22 "
+    )),
+    (1404, (
+        "0,9 0,10 1,9 1,10 2,9 2,10 3,9 3,10 4,9 4,10 5,9 5,10 6,9 6,10 7,9 7,10 8,9 8,10 11,9 "
+        "11,10 12,9 12,10 13,9 13,10 14,9 14,10 15,9 15,10 16,9 16,10 17,9 17,10 18,9 18,10 19,9 "
+        "19,10 20,9 20,10 21,9 21,10 22,9 22,10 23,9 23,10 24,9 24,10 25,9 25,10 26,9 26,10 27,9 "
+        "27,10 28,9 28,10 29,9 29,10 30,9 30,10 31,9 31,10 32,9 32,10 33,9 33,10 34,9 34,10 35,9 "
+        "35,10 36,9 36,10 37,9 37,10 38,9 38,10 39,9 39,10 40,9 40,10 41,9 41,10 42,9 42,10 43,9 "
+        "43,10 44,9 44,10 45,9 45,10 46,9 46,10 47,9 47,10 48,9 48,10 49,9 49,10 50,9 50,10 51,9 "
+        "51,10 52,9 52,10 53,9 53,10 54,9 54,10 55,9 55,10 "
+    )),
+)
+# fmt: on
+"""Each transition weight with the class pairs it applies to, "previous,current" by number."""
 TRANSITION: dict[tuple[int, int], int] = {
-    (LOWER, UPPER): 833,
-    (DIGIT, LOWER): 706,
-    (DIGIT, UPPER): 706,
-    (UPPER, DIGIT): 1126,
-    (SPACE, DIGIT): 1000,
-    (SPACE, PUNCT): 145,
-    (PUNCT, SPACE): 1986,
-    (PUNCT, DIGIT): 984,
-    (PUNCT, LOWER): 1342,
-    (PUNCT, UPPER): 919,
-    (SPACE, HAN1): 829,
-    (SPACE, HAN2): 829,
-    (SPACE, HAN3): 829,
-    (SPACE, KANA1): 829,
-    (SPACE, KANA2): 829,
-    (SPACE, HANGUL1): 829,
-    (SPACE, HANGUL2): 829,
-    (SPACE, HANGUL3): 829,
-    (SPACE, CJK_PUNCT1): 829,
-    (SPACE, CJK_PUNCT2): 829,
-    (SPACE, LOWER): 558,
-    (SPACE, UPPER): 558,
-    (SPACE, ACCENTED): 558,
-    (SPACE, ACCENTED_RARE): 558,
-    (NEWLINE, LOWER): 558,
-    (NEWLINE, UPPER): 558,
-    (NEWLINE, ACCENTED): 558,
-    (NEWLINE, ACCENTED_RARE): 558,
-    (OTHER_SPACE, LOWER): 558,
-    (OTHER_SPACE, UPPER): 558,
-    (OTHER_SPACE, ACCENTED): 558,
-    (OTHER_SPACE, ACCENTED_RARE): 558,
-    (DIGIT, ACCENTED): 558,
-    (DIGIT, ACCENTED_RARE): 558,
-    (PUNCT, ACCENTED): 558,
-    (PUNCT, ACCENTED_RARE): 558,
-    (CYRILLIC, LOWER): 558,
-    (CYRILLIC, UPPER): 558,
-    (CYRILLIC, ACCENTED): 558,
-    (CYRILLIC, ACCENTED_RARE): 558,
-    (GREEK, LOWER): 558,
-    (GREEK, UPPER): 558,
-    (GREEK, ACCENTED): 558,
-    (GREEK, ACCENTED_RARE): 558,
-    (OTHER, LOWER): 558,
-    (OTHER, UPPER): 558,
-    (OTHER, ACCENTED): 558,
-    (OTHER, ACCENTED_RARE): 558,
-    (HAN1, LOWER): 558,
-    (HAN1, UPPER): 558,
-    (HAN1, ACCENTED): 558,
-    (HAN1, ACCENTED_RARE): 558,
-    (HAN2, LOWER): 558,
-    (HAN2, UPPER): 558,
-    (HAN2, ACCENTED): 558,
-    (HAN2, ACCENTED_RARE): 558,
-    (HAN3, LOWER): 558,
-    (HAN3, UPPER): 558,
-    (HAN3, ACCENTED): 558,
-    (HAN3, ACCENTED_RARE): 558,
-    (KANA1, LOWER): 558,
-    (KANA1, UPPER): 558,
-    (KANA1, ACCENTED): 558,
-    (KANA1, ACCENTED_RARE): 558,
-    (KANA2, LOWER): 558,
-    (KANA2, UPPER): 558,
-    (KANA2, ACCENTED): 558,
-    (KANA2, ACCENTED_RARE): 558,
-    (HANGUL1, LOWER): 558,
-    (HANGUL1, UPPER): 558,
-    (HANGUL1, ACCENTED): 558,
-    (HANGUL1, ACCENTED_RARE): 558,
-    (HANGUL2, LOWER): 558,
-    (HANGUL2, UPPER): 558,
-    (HANGUL2, ACCENTED): 558,
-    (HANGUL2, ACCENTED_RARE): 558,
-    (HANGUL3, LOWER): 558,
-    (HANGUL3, UPPER): 558,
-    (HANGUL3, ACCENTED): 558,
-    (HANGUL3, ACCENTED_RARE): 558,
-    (CJK_PUNCT1, LOWER): 558,
-    (CJK_PUNCT1, UPPER): 558,
-    (CJK_PUNCT1, ACCENTED): 558,
-    (CJK_PUNCT1, ACCENTED_RARE): 558,
-    (CJK_PUNCT2, LOWER): 558,
-    (CJK_PUNCT2, UPPER): 558,
-    (CJK_PUNCT2, ACCENTED): 558,
-    (CJK_PUNCT2, ACCENTED_RARE): 558,
-    (START, LOWER): 558,
-    (START, UPPER): 558,
-    (START, ACCENTED): 558,
-    (START, ACCENTED_RARE): 558,
-    (SPACE, CYRILLIC): 2445,
-    (SPACE, GREEK): 2445,
-    (NEWLINE, CYRILLIC): 2445,
-    (NEWLINE, GREEK): 2445,
-    (OTHER_SPACE, CYRILLIC): 2445,
-    (OTHER_SPACE, GREEK): 2445,
-    (LOWER, CYRILLIC): 2445,
-    (LOWER, GREEK): 2445,
-    (UPPER, CYRILLIC): 2445,
-    (UPPER, GREEK): 2445,
-    (DIGIT, CYRILLIC): 2445,
-    (DIGIT, GREEK): 2445,
-    (PUNCT, CYRILLIC): 2445,
-    (PUNCT, GREEK): 2445,
-    (ACCENTED, CYRILLIC): 2445,
-    (ACCENTED, GREEK): 2445,
-    (ACCENTED_RARE, CYRILLIC): 2445,
-    (ACCENTED_RARE, GREEK): 2445,
-    (OTHER, CYRILLIC): 2445,
-    (OTHER, GREEK): 2445,
-    (HAN1, CYRILLIC): 2445,
-    (HAN1, GREEK): 2445,
-    (HAN2, CYRILLIC): 2445,
-    (HAN2, GREEK): 2445,
-    (HAN3, CYRILLIC): 2445,
-    (HAN3, GREEK): 2445,
-    (KANA1, CYRILLIC): 2445,
-    (KANA1, GREEK): 2445,
-    (KANA2, CYRILLIC): 2445,
-    (KANA2, GREEK): 2445,
-    (HANGUL1, CYRILLIC): 2445,
-    (HANGUL1, GREEK): 2445,
-    (HANGUL2, CYRILLIC): 2445,
-    (HANGUL2, GREEK): 2445,
-    (HANGUL3, CYRILLIC): 2445,
-    (HANGUL3, GREEK): 2445,
-    (CJK_PUNCT1, CYRILLIC): 2445,
-    (CJK_PUNCT1, GREEK): 2445,
-    (CJK_PUNCT2, CYRILLIC): 2445,
-    (CJK_PUNCT2, GREEK): 2445,
-    (START, CYRILLIC): 2445,
-    (START, GREEK): 2445,
+    (int(prev), int(cls)): weight
+    for weight, pairs in _TRANSITION_GROUPS
+    for prev, cls in (pair.split(",") for pair in pairs.split())
 }
 LETTER_RATE: tuple[int, ...] = (
     0,
-    60,
+    57,
+    0,
+    0,
+    0,
+    83,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,
+    354,
+    208,
+    0,
+    225,
+    0,
+    0,
+    0,
+    301,
     0,
     0,
     0,
@@ -309,39 +288,34 @@ LETTER_RATE: tuple[int, ...] = (
     0,
     0,
     0,
-    0,
-    0,
-    993,
-    2418,
-    0,
-    2949,
-    0,
-    0,
-    0,
-    0,
-    431,
+    1551,
     0,
     0,
     0,
     0,
     0,
-    27,
-    0,
-    1301,
-    0,
-    0,
-    0,
-    0,
-    1404,
 )
 """By script, regime and stride (see N_LETTER_RATES)."""
+GROUP_RATE: dict[str, int] = dict.fromkeys(GROUPS, 1000)
+"""Milli-tokens per token a group's character costs alone."""
+GROUP_WORD: dict[str, int] = {"hebrew": 63, "armenian": 1730}
+"""Milli-tokens where a word of a letter group starts."""
 LONG_RUN = 16
 """Letters of one word past this many pay `LONG_RUN_RATE` each."""
 LONG_RUN_RATE = 80
+SPACE_RUN = 1000
+"""Fixed: the pre-tokenizer makes every run of two or more spaces but its last one token
+(cl100k and o200k both: ``"a  b"`` is three tokens), and one more per `SPACE_TOKEN`."""
+SPACE_TOKEN = 81
+"""o200k's longest run of spaces is 80 (cl100k's 128): a longer run costs another token."""
 """Fixed, not fitted (the corpus has few such runs): with the cheap Latin stride rate it
 prices ``"x" * 4000`` at cl100k's eight letters a token."""
 START_CHARGE = 500
 MILLI = 1000
+MIN_GROUP_RATE = 50
+"""Floor of a group's rate per token a character costs alone, so that no character is
+free: one token of cl100k or o200k spans at most 20 characters of one group (Thai in
+o200k; `bench/derive_group_tiers.py` measures it), so none costs less than 1/20 of a token."""
 
 
 # --- Tables ----------------------------------------------------------------------------------
@@ -424,8 +398,14 @@ def pack_evidence(evidence: npt.NDArray[np.int8]) -> str:
     return base64.b64encode(zlib.compress(np.asarray(evidence, np.int8).tobytes(), 9)).decode()
 
 
-def build_class_table(accented_common: str, cjk_tiers: str) -> npt.NDArray[np.uint8]:
-    """Class of every code point."""
+def build_class_table(
+    accented_common: str, cjk_tiers: str, group_tiers: npt.NDArray[np.uint8] | None = None
+) -> npt.NDArray[np.uint8]:
+    """Class of every code point.
+
+    `group_tiers` holds, per code point, ``group * TIERS + tier - 1`` (`_tier_tables`); the
+    characters no finer class claims take their group class from it.
+    """
     common = frozenset(accented_common)
     table = np.full(0x110000, OTHER, dtype=np.uint8)
     table[:0x80] = [_ascii_class(chr(cp)) for cp in range(0x80)]
@@ -446,7 +426,36 @@ def build_class_table(accented_common: str, cjk_tiers: str) -> npt.NDArray[np.ui
         for cp in range(first, last):
             table[cp] = _cjk_class(cp, tiers[position])
             position += 1
+    groups = unpack_group_tiers() if group_tiers is None else group_tiers
+    # Letters of the two-byte alphabets after Cyrillic (Armenian, Hebrew, Arabic, ...) are
+    # priced by their own group, not as Cyrillic: cl100k merges them far less.
+    table[_OWN_GROUP_FROM:0x800] = np.where(
+        table[_OWN_GROUP_FROM:0x800] == CYRILLIC, OTHER, table[_OWN_GROUP_FROM:0x800]
+    )
+    latin_ext = np.zeros(0x110000, dtype=bool)
+    latin_ext[0x1E00:0x1F00] = True
+    is_letter = groups // TIERS == GROUPS.index("letters")
+    table[(table == OTHER) & latin_ext & is_letter] = LATIN_EXT
+    other = table == OTHER
+    table[other] = GROUP_BASE + groups[other]
     return table
+
+
+_OWN_GROUP_FROM = 0x530
+"""From Armenian on, two-byte letters belong to a group."""
+
+
+def unpack_group_tiers(packed: str | None = None) -> npt.NDArray[np.uint8]:
+    """``group * TIERS + tier - 1`` of every code point (`_tier_tables.GROUP_TIERS`)."""
+    from langchain_contextkit._tier_tables import GROUP_TIERS  # noqa: PLC0415 - data only
+
+    raw = zlib.decompress(base64.b64decode(GROUP_TIERS if packed is None else packed))
+    return np.frombuffer(raw, dtype=np.uint8).copy()
+
+
+def pack_group_tiers(values: npt.NDArray[np.uint8]) -> str:
+    """Inverse of `unpack_group_tiers` (used by the fit script)."""
+    return base64.b64encode(zlib.compress(np.asarray(values, np.uint8).tobytes(), 9)).decode()
 
 
 def build_pair_costs(
@@ -469,6 +478,35 @@ def build_pair_costs(
     return pair.reshape(-1)
 
 
+def with_groups(
+    char_rate: dict[int, int],
+    transition: dict[tuple[int, int], int],
+    group_rate: dict[str, int],
+    group_word: dict[str, int],
+) -> tuple[dict[int, int], dict[tuple[int, int], int]]:
+    """Character rates and transitions with the groups' added.
+
+    A group character pays its group's rate per token it costs alone, never less than
+    `MIN_GROUP_RATE` (an unknown character is never free); a character of a letter group
+    after any other class starts a word, and pays the group's word start.
+    """
+    chars = dict(char_rate)
+    moves = dict(transition)
+    for g, group in enumerate(GROUPS):
+        rate = max(group_rate.get(group, MIN_GROUP_RATE), MIN_GROUP_RATE)
+        for tier in range(1, TIERS + 1):
+            chars[group_class(g, tier)] = chars.get(group_class(g, tier), 0) + rate * tier
+        word = group_word.get(group, 0)
+        if not word:
+            continue
+        own = {group_class(g, tier) for tier in range(1, TIERS + 1)}
+        for prev in range(N_CLASSES + 1):
+            if prev not in own:
+                for cls in own:
+                    moves[prev, cls] = moves.get((prev, cls), 0) + word
+    return chars, moves
+
+
 @dataclass(frozen=True)
 class Tables:
     """Everything the counting paths look up; `TABLES` holds the shipped ones."""
@@ -489,360 +527,25 @@ class Tables:
         run_start: dict[int, int] | None = None,
         transition: dict[tuple[int, int], int] | None = None,
         letter_rate: tuple[int, ...] = LETTER_RATE,
+        group_rate: dict[str, int] | None = None,
+        group_word: dict[str, int] | None = None,
+        group_tiers: npt.NDArray[np.uint8] | None = None,
     ) -> Tables:
         """Build the tables from the shipped parameters or from the fit script's."""
+        chars, transitions = with_groups(
+            CHAR_RATE if char_rate is None else char_rate,
+            TRANSITION if transition is None else transition,
+            GROUP_RATE if group_rate is None else group_rate,
+            GROUP_WORD if group_word is None else group_word,
+        )
         return cls(
-            classes=build_class_table(accented_common, cjk_tiers),
+            classes=build_class_table(accented_common, cjk_tiers, group_tiers),
             evidence=unpack_evidence(evidence),
             pair_cost=build_pair_costs(
-                CHAR_RATE if char_rate is None else char_rate,
-                RUN_START if run_start is None else run_start,
-                TRANSITION if transition is None else transition,
+                chars, RUN_START if run_start is None else run_start, transitions
             ),
             letter_rate=np.array(letter_rate, dtype=np.int64),
         )
 
 
-# --- Counting ---------------------------------------------------------------------------------
-
-
-class _Fast:
-    """Tables in the forms each counting path reads fastest (bytes, lists)."""
-
-    def __init__(self, tables: Tables) -> None:
-        self.tables = tables
-        self.class_bytes = tables.classes.tobytes()  # bytes indexing: fastest in pure Python
-        self.ascii_classes = tables.classes[:256].tobytes()  # for bytes.translate
-        self.ascii_evidence = tables.evidence[:256].view(np.uint8).tobytes()
-        self.evidence_list = tables.evidence.tolist()
-        self.pair_list = tables.pair_cost.tolist()
-        # Pair costs per character, summed in int64: the narrowest type that holds them
-        # keeps a batch's per-character arrays small (the largest is this one).
-        narrow = np.int16 if int(tables.pair_cost.max()) < 1 << 15 else np.int32
-        self.pair_cost = tables.pair_cost.astype(narrow)
-        # The Basic Multilingual Plane's class and evidence in one little-endian uint16.
-        bmp_evidence = np.zeros(0x10000, dtype=np.uint16)
-        bmp_evidence[: len(tables.evidence)] = tables.evidence.view(np.uint8)
-        self.bmp_class_evidence = (
-            tables.classes[:0x10000].astype(np.uint16) | bmp_evidence << 8
-        ).astype("<u2")
-        table = tables.letter_rate.reshape(2, 2, _PER_ROW)
-        rates = table[:, :, 1:].tolist()
-        # (script, regime) -> rate of a word's first letter, and the byte pairs that start one
-        self.first = {
-            (script, regime): int(table[script - 1, regime, 0])
-            for script in (LATIN, ALPHABET)
-            for regime in (0, 1)
-        }
-        self.first_list = [0, 0] + [self.first[s, r] for s in (LATIN, ALPHABET) for r in (0, 1)]
-        # (script, regime) -> [(pattern, rate)] for bytes.count, zero rates left out
-        self.patterns = {
-            (script, regime): [
-                (bytes([script]) * stride, rate)
-                for stride, rate in zip(STRIDES, rates[script - 1][regime], strict=True)
-                if rate
-            ]
-            for script in (LATIN, ALPHABET)
-            for regime in (0, 1)
-        }
-        # Indexed by script and regime, then by a letter's position in its word.
-        by_position = [0] * (3 * 2 * _PERIOD)
-        for script in (LATIN, ALPHABET):
-            for regime in (0, 1):
-                for position in range(1, _PERIOD + 1):
-                    by_position[(script * 2 + regime) * _PERIOD + position - 1] = sum(
-                        rate
-                        for stride, rate in zip(STRIDES, rates[script - 1][regime], strict=True)
-                        if position % stride == 0
-                    )
-        self.by_position = by_position
-
-
-_SHORT_TEXT = 96
-"""Below this many characters a plain loop beats numpy's per-call overhead."""
-_BLOCK = 1 << 20
-"""Long texts are counted in blocks of about this many characters to bound memory."""
-_SCRIPT_TRANSLATION = SCRIPT_OF_CLASS + bytes(256 - len(SCRIPT_OF_CLASS))
-_SCRIPT_BYTES = {LATIN: bytes([LATIN]), ALPHABET: bytes([ALPHABET])}
-_STARTS = {LATIN: (b"\x00\x01", b"\x02\x01"), ALPHABET: (b"\x00\x02", b"\x01\x02")}
-"""The byte pairs where a word of each script starts after something else."""
-
-
-def _finish(milli: int) -> int:
-    return -(-(milli + START_CHARGE) // MILLI) if milli > 0 else 0
-
-
-def _count_short(text: str, fast: _Fast | None = None) -> int:
-    fast = fast or _FAST
-    classes = fast.class_bytes
-    evidence = fast.evidence_list
-    pair_cost = fast.pair_list
-    by_position = fast.by_position
-    first = fast.first_list
-    scripts = SCRIPT_OF_CLASS
-    milli = run = regime = script = chunk = 0
-    sums: list[int] = []
-    prev = START
-    for i, ch in enumerate(text):
-        if i and not i % CHUNK:  # a chunk ends: the next one's regime is its language
-            sums.append(chunk)
-            chunk = 0
-            now = int(sum(sums[-CHUNKS_BACK:]) > THRESHOLD)
-            if now != regime:
-                regime, script = now, 0  # a regime change starts a new word
-        cp = ord(ch)
-        cls = classes[cp]
-        milli += pair_cost[prev * N_CLASSES + cls]
-        if cp < _EVIDENCE_END:
-            chunk += evidence[cp]
-        own = scripts[cls]
-        if own:
-            if own == script:
-                run += 1
-            else:
-                script, run = own, 1
-                milli += first[own * 2 + regime]
-            milli += by_position[(own * 2 + regime) * _PERIOD + (run - 1) % _PERIOD]
-            if run > LONG_RUN:
-                milli += LONG_RUN_RATE
-        else:
-            script = 0
-        prev = cls
-    return _finish(milli)
-
-
-def _class_and_evidence(text: str, fast: _Fast) -> tuple[bytes, npt.NDArray[np.int8]]:
-    """One class byte and one evidence value per character of `text`."""
-    if text.isascii():  # O(1) in CPython; bytes.translate is a tight C loop
-        raw = text.encode("ascii")
-        evidence = np.frombuffer(raw.translate(fast.ascii_evidence), dtype=np.int8)
-        return raw.translate(fast.ascii_classes), evidence
-    units = text.encode("utf-16-le", "surrogatepass")  # a lone surrogate is one unit
-    if len(units) == 2 * len(text):  # no surrogate pairs: every character is one unit
-        # One lookup gives both: class in the low byte, evidence in the high one.
-        both = np.take(fast.bmp_class_evidence, np.frombuffer(units, dtype=np.uint16))
-        return both.view(np.uint8)[0::2].tobytes(), both.view(np.int8)[1::2]
-    codepoints = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    classes = np.take(fast.tables.classes, codepoints).tobytes()  # take: faster than indexing
-    # mode="clip" reads every later code point as U+07FF, whose evidence is 0.
-    return classes, np.take(fast.tables.evidence, codepoints, mode="clip")
-
-
-@dataclass
-class _Carry:
-    """What one block of a long text hands to the next (the defaults start a text)."""
-
-    prev: int = START
-    script: int = 0
-    run: int = 0
-    regime: int = 0
-    sums: tuple[int, ...] = ()  # evidence of the last CHUNKS_BACK chunks
-
-
-_ONES = np.ones(CHUNKS_BACK, dtype=np.int64)
-_ZEROS = np.zeros(CHUNKS_BACK, dtype=np.int64)
-
-
-def _segments(
-    sums: npt.NDArray[np.int64], before: tuple[int, ...], length: int
-) -> list[tuple[int, int, int]]:
-    """(start, end, regime) of each stretch of chunks in one regime.
-
-    A chunk's regime comes from the evidence of the CHUNKS_BACK chunks before it (`before`
-    holds those that precede `sums`); the first chunk of a text is always regime 0.
-    """
-    padded = (
-        np.concatenate((_ZEROS[len(before) :], before, sums))
-        if before
-        else np.concatenate((_ZEROS, sums))
-    )
-    # window[j] = padded[j] + ... + padded[j + CHUNKS_BACK - 1]: the chunks before chunk j
-    window = np.convolve(padded, _ONES)[CHUNKS_BACK - 1 : CHUNKS_BACK - 1 + len(sums)]
-    regimes = window > THRESHOLD
-    changes = np.flatnonzero(regimes[1:] != regimes[:-1]).tolist()
-    bounds = [0, *((j + 1) * CHUNK for j in changes), length]
-    first = int(regimes[0])
-    # Regimes are two, so each change flips it.
-    return [(bounds[i], bounds[i + 1], first ^ (i & 1)) for i in range(len(bounds) - 1)]
-
-
-def _letters(
-    scripts: bytes, segments: list[tuple[int, int, int]], carry: _Carry, fast: _Fast
-) -> int:
-    """Charges of the letters of one block; updates the word and regime in `carry`."""
-    milli = 0
-    run_before, script_before, regime_before = carry.run, carry.script, carry.regime
-    continued = 0
-    # The segments of each regime are priced together, joined by a non-letter byte (a
-    # regime change starts a new word anyway): a few bytes.count calls per block, not per
-    # segment. The leading separator makes a word at the very start count as started.
-    pieces: tuple[list[bytes], list[bytes]] = ([b""], [b""])
-    for start, end, regime in segments:
-        segment = scripts[start:end]
-        if start == 0 and script_before and regime == regime_before:
-            own = _SCRIPT_BYTES[script_before]
-            continued = len(segment) - len(segment.lstrip(own))  # letters continuing a word
-            if continued:
-                milli += _continued_word(fast, script_before, regime, run_before, continued)
-                segment = segment[continued:]
-        pieces[regime].append(segment)
-    for regime, parts in enumerate(pieces):
-        if len(parts) > 1:
-            milli += _words(b"\x00".join(parts), regime, fast)
-    start, end, regime = segments[-1]
-    last = scripts[-1] if scripts else 0
-    carry.script, carry.regime, carry.run = last, regime, 0
-    if last:
-        tail = (end - start) - len(scripts[start:end].rstrip(_SCRIPT_BYTES[last]))
-        whole_block = start == 0 and continued == end  # one word from the block before on
-        carry.run = run_before + continued if whole_block else tail
-    return milli
-
-
-def _words(scripts: bytes, regime: int, fast: _Fast) -> int:
-    """Charges of the letters of whole words, all in one regime, in a run of script bytes."""
-    milli = 0
-    for script in (LATIN, ALPHABET):
-        own = _SCRIPT_BYTES[script]
-        if own in scripts:
-            if fast.first[script, regime]:
-                words = sum(map(scripts.count, _STARTS[script]))
-                milli += fast.first[script, regime] * words
-            for pattern, rate in fast.patterns[script, regime]:
-                milli += rate * scripts.count(pattern)
-            if _LONG_PATTERN[script] in scripts:
-                milli += LONG_RUN_RATE * _long_run_letters(scripts, script)
-    return milli
-
-
-def _continued_word(fast: _Fast, script: int, regime: int, before: int, letters: int) -> int:
-    """Charges of `letters` letters that continue a word of `before` letters."""
-    after = before + letters
-    long_letters = max(after - LONG_RUN, 0) - max(before - LONG_RUN, 0)
-    strides = sum(
-        rate * (after // len(pattern) - before // len(pattern))
-        for pattern, rate in fast.patterns[script, regime]
-    )
-    return LONG_RUN_RATE * long_letters + int(strides)
-
-
-_LONG_PATTERN = {script: bytes([script]) * (LONG_RUN + 1) for script in (LATIN, ALPHABET)}
-_WORD = {script: re.compile(re.escape(bytes([script])) + b"+") for script in (LATIN, ALPHABET)}
-"""A word of each script longer than LONG_RUN letters: `in` finds one at C speed."""
-
-
-def _long_run_letters(segment: bytes, script: int) -> int:
-    """Letters of `script` past the LONG_RUN-th of their word, in a segment of script bytes."""
-    # Such words are rare: bytes.find jumps from one to the next at C speed (the first
-    # match of LONG_RUN + 1 letters in a word is its start) and a regex anchored there
-    # finds its end. A regex scan of the whole segment costs about ten times more.
-    pattern, word = _LONG_PATTERN[script], _WORD[script]
-    letters = 0
-    start = segment.find(pattern)
-    while start >= 0:
-        end = word.match(segment, start).end()  # type: ignore[union-attr]  # matches here
-        letters += end - start - LONG_RUN
-        start = segment.find(pattern, end)
-    return letters
-
-
-def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
-    """Milli-tokens of one block of a text; updates `carry` for the next block."""
-    class_bytes, evidence = _class_and_evidence(block, fast)
-    cls = np.frombuffer(class_bytes, dtype=np.uint8)
-    pair_cost = fast.pair_cost
-    # Pair codes fit in uint16 ((N + 1) * N).
-    codes = cls[:-1] * np.uint16(N_CLASSES) + cls[1:]
-    first = int(pair_cost[carry.prev * N_CLASSES + class_bytes[0]])
-    milli = first + int(np.take(pair_cost, codes).sum(dtype=np.int64))
-    sums = np.add.reduceat(evidence, np.arange(0, len(block), CHUNK), dtype=np.int64)
-    segments = _segments(sums, carry.sums, len(block))
-    milli += _letters(class_bytes.translate(_SCRIPT_TRANSLATION), segments, carry, fast)
-    carry.prev = class_bytes[-1]
-    carry.sums = (*carry.sums, *sums[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
-    return milli
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _short_tokens(text: str) -> int:
-    """`_count_short` with the default tables, remembered.
-
-    Short texts repeat: every message's role, every tool call's name; a history of
-    10,000 messages holds about 24,000 of them, a quarter distinct.
-    """
-    return _count_short(text)
-
-
-def count_text_tokens(text: str) -> int:
-    """Estimate the tokens of `text` (see the module docstring for the model)."""
-    if len(text) < _SHORT_TEXT:
-        return _short_tokens(text)
-    carry = _Carry()
-    milli = 0
-    step = max(_BLOCK // CHUNK, 1) * CHUNK  # blocks end on chunk boundaries
-    for start in range(0, len(text), step):
-        milli += _count_block(text[start : start + step], carry, _FAST)
-    return _finish(milli)
-
-
-_BATCH_CHARS = 1 << 14
-"""Texts are counted together in batches of about this many characters: enough to amortise
-numpy's per-call cost, few enough that the per-character arrays stay in cache (a batch of
-1 << 18 was twice as slow and took 12 times the memory)."""
-
-
-def count_texts_tokens(texts: list[str]) -> list[int]:
-    """Estimate the tokens of each text; equal to `count_text_tokens` on each, faster.
-
-    Many small texts (candidate lines, messages) are joined and classified in one numpy
-    pass, which also prices their character pairs and sums their chunks' evidence; each
-    text's words are then counted in its own span.
-    """
-    counts = [0] * len(texts)
-    batch: list[int] = []
-    size = 0
-    for i, text in enumerate(texts):
-        if len(text) >= _BLOCK:
-            counts[i] = count_text_tokens(text)
-        elif len(text) < _SHORT_TEXT:
-            counts[i] = _short_tokens(text)
-        else:
-            batch.append(i)
-            size += len(text)
-            if size >= _BATCH_CHARS:
-                _count_batch(texts, batch, counts, _FAST)
-                batch, size = [], 0
-    if batch:
-        _count_batch(texts, batch, counts, _FAST)
-    return counts
-
-
-def _count_batch(texts: list[str], batch: list[int], counts: list[int], fast: _Fast) -> None:
-    joined = "".join(texts[i] for i in batch)
-    class_bytes, evidence = _class_and_evidence(joined, fast)
-    cls = np.frombuffer(class_bytes, dtype=np.uint8)
-    lengths = [len(texts[i]) for i in batch]
-    text_starts = np.concatenate(([0], np.cumsum(lengths[:-1]))).astype(np.int64)
-
-    cost = np.empty(len(cls), dtype=fast.pair_cost.dtype)
-    np.take(fast.pair_cost, cls[:-1] * np.uint16(N_CLASSES) + cls[1:], out=cost[1:])
-    cost[text_starts] = fast.pair_cost[START * N_CLASSES + cls[text_starts].astype(np.int64)]
-    milli = np.add.reduceat(cost, text_starts, dtype=np.int64).tolist()
-
-    # Chunks start afresh at every text's start.
-    chunks = [-(-n // CHUNK) for n in lengths]
-    offsets = np.repeat(text_starts, chunks)
-    firsts = np.repeat(np.cumsum([0, *chunks[:-1]]), chunks)
-    chunk_starts = offsets + (np.arange(len(offsets)) - firsts) * CHUNK
-    sums = np.add.reduceat(evidence, chunk_starts, dtype=np.int64)
-    scripts = class_bytes.translate(_SCRIPT_TRANSLATION)
-    chunk = 0
-    for k, (i, n, start) in enumerate(zip(batch, lengths, text_starts.tolist(), strict=True)):
-        own = sums[chunk : chunk + chunks[k]]
-        chunk += chunks[k]
-        letters = _letters(scripts[start : start + n], _segments(own, (), n), _Carry(), fast)
-        counts[i] = _finish(milli[k] + letters)
-
-
 TABLES = Tables.build()
-_FAST = _Fast(TABLES)

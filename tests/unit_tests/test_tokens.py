@@ -19,7 +19,7 @@ from langchain_contextkit import (
     count_tool_tokens,
     tiktoken_counter,
 )
-from langchain_contextkit import _token_estimate as model
+from langchain_contextkit import _token_count as counting
 from langchain_contextkit import tokens as tokens_module
 
 # Text that mixes every class the model knows, for the property tests.
@@ -106,18 +106,18 @@ def test_appending_text_never_lowers_the_count(head: str, tail: str) -> None:
 @given(text=texts)
 @settings(max_examples=300, deadline=None)
 def test_short_loop_and_numpy_blocks_agree(text: str) -> None:
-    expected = model._count_short(text)
+    expected = counting._count_short(text)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(model, "_SHORT_TEXT", 0)
-        assert model.count_text_tokens(text) == expected
-        patch.setattr(model, "_BLOCK", 7)  # block boundaries inside words and runs
-        assert model.count_text_tokens(text) == expected
+        patch.setattr(counting, "_SHORT_TEXT", 0)
+        assert counting.count_text_tokens(text) == expected
+        patch.setattr(counting, "_BLOCK", 7)  # block boundaries inside words and runs
+        assert counting.count_text_tokens(text) == expected
 
 
 def test_huge_text_is_counted_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     text = ("A" * 40 + " word 12345 你好 ") * 500
     whole = count_tokens(text)
-    monkeypatch.setattr(model, "_BLOCK", 1000)
+    monkeypatch.setattr(counting, "_BLOCK", 1000)
     assert count_tokens(text) == whole
 
 
@@ -332,10 +332,10 @@ def test_count_each_equals_counting_one_by_one(batch: list[str]) -> None:
 def test_count_each_long_texts_and_batch_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
     batch = ["word " * 30, "x" * 50, "你好" * 10, "", "A" * 40 + "b" * 40, "12345" * 9]
     expected = [count_tokens(t) for t in batch]
-    monkeypatch.setattr(model, "_BATCH_CHARS", 60)  # several batches
+    monkeypatch.setattr(counting, "_BATCH_CHARS", 60)  # several batches
     assert count_each(batch) == expected
-    monkeypatch.setattr(model, "_BLOCK", 100)  # long texts counted on their own
-    assert count_each(batch) == [model.count_text_tokens(t) for t in batch]
+    monkeypatch.setattr(counting, "_BLOCK", 100)  # long texts counted on their own
+    assert count_each(batch) == [counting.count_text_tokens(t) for t in batch]
 
 
 def test_count_each_with_tiktoken_and_other_counters() -> None:
@@ -356,6 +356,6 @@ def test_count_each_with_tiktoken_and_other_counters() -> None:
 def test_lone_surrogates_are_counted_not_fatal(text: str) -> None:
     # A model or a tool can hand us such a string; counting it must not raise, and the
     # numpy paths (UTF-16 and UTF-32) must agree with the per-character loop.
-    assert len(text) > model._SHORT_TEXT
-    assert count_tokens(text) == model._count_short(text) > 0
+    assert len(text) > counting._SHORT_TEXT
+    assert count_tokens(text) == counting._count_short(text) > 0
     assert count_each([text, text[:50]]) == [count_tokens(text), count_tokens(text[:50])]

@@ -1,0 +1,415 @@
+"""How `count_tokens` evaluates the model of `_token_estimate`: two paths, one result.
+
+A text shorter than `_SHORT_TEXT` characters is read by a plain loop, character by
+character (`_count_short`, the model's reference). Longer texts, and many texts at once,
+are read by numpy in three passes, each a handful of calls however long the text:
+
+- every character's class, and the cost of each class pair (a strided ``uint16`` view of
+  the class bytes reads each pair as one index into a 65,536-entry table);
+- the language evidence summed per chunk, and each chunk's regime from the chunks before;
+- the runs of one script in one regime (words, and runs of spaces): a run's charge only
+  depends on its script, regime and length, so one table lookup per run prices it
+  (`_Fast.run_table`; runs longer than the table are priced by the same formula).
+
+Both paths charge exactly the same milli-tokens (the tests compare them on random
+Unicode, and with blocks cut inside words and runs of spaces).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from langchain_contextkit._token_estimate import (
+    _EVIDENCE_END,
+    _PER_ROW,
+    _PERIOD,
+    ALPHABET,
+    CHUNK,
+    CHUNKS_BACK,
+    LATIN,
+    LONG_RUN,
+    LONG_RUN_RATE,
+    MILLI,
+    N_CLASSES,
+    SCRIPT_OF_CLASS,
+    SPACE_RUN,
+    SPACE_TOKEN,
+    SPACES,
+    START,
+    START_CHARGE,
+    STRIDES,
+    TABLES,
+    THRESHOLD,
+    Tables,
+)
+
+__all__ = ["count_text_tokens", "count_texts_tokens"]
+
+_RUN_TABLE = 1024
+"""Runs up to this long are priced by table lookup; longer ones (rare) by the formula."""
+_KEYS = 8
+"""A run's key: ``regime * 4 + script`` (script 0 is no letter and costs nothing); run
+costs are laid out by length, then key (``length << 3 | key``)."""
+
+
+class _Fast:
+    """Tables in the forms each counting path reads fastest (bytes, lists, flat arrays)."""
+
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+        self.class_bytes = tables.classes.tobytes()  # bytes indexing: fastest in pure Python
+        self.ascii_classes = tables.classes[:256].tobytes()  # for bytes.translate
+        self.ascii_evidence = tables.evidence[:256].view(np.uint8).tobytes()
+        self.evidence_list = tables.evidence.tolist()
+        self.pair_list = tables.pair_cost.tolist()
+        # Pair costs by ``current * 256 + previous``: a little-endian uint16 read at every
+        # byte of the class bytes is that index. The narrowest type that holds the costs
+        # keeps the per-character arrays small (summed in int64).
+        narrow = np.int16 if int(tables.pair_cost.max()) < 1 << 15 else np.int32
+        pairs = tables.pair_cost.reshape(N_CLASSES + 1, N_CLASSES)
+        by_bytes = np.zeros((256, 256), dtype=narrow)
+        by_bytes[:N_CLASSES, : N_CLASSES + 1] = pairs.T
+        self.pair_by_bytes = by_bytes.reshape(-1)
+        # The Basic Multilingual Plane's class and evidence in one little-endian uint16.
+        bmp_evidence = np.zeros(0x10000, dtype=np.uint16)
+        bmp_evidence[: len(tables.evidence)] = tables.evidence.view(np.uint8)
+        self.bmp_class_evidence = (
+            tables.classes[:0x10000].astype(np.uint16) | bmp_evidence << 8
+        ).astype("<u2")
+        table = tables.letter_rate.reshape(2, 2, _PER_ROW)
+        # first[key]: a word's first letter; rates[key]: each stride's rate (key 0-7).
+        self.first = [0] * _KEYS
+        self.rates: list[list[int]] = [[0] * len(STRIDES) for _ in range(_KEYS)]
+        for script in (LATIN, ALPHABET):
+            for regime in (0, 1):
+                key = regime * 4 + script
+                self.first[key] = int(table[script - 1, regime, 0])
+                self.rates[key] = [int(r) for r in table[script - 1, regime, 1:]]
+        self.first_list = [0, 0]  # by script * 2 + regime, for the loop
+        self.first_list += [self.first[r * 4 + s] for s in (LATIN, ALPHABET) for r in (0, 1)]
+        self.first_list += [0, 0]  # SPACES: a run's first space is free
+        # Indexed by script and regime, then by a letter's position in its word.
+        by_position = [0] * (4 * 2 * _PERIOD)
+        for script in (LATIN, ALPHABET):
+            for regime in (0, 1):
+                rates = self.rates[regime * 4 + script]
+                for position in range(1, _PERIOD + 1):
+                    by_position[(script * 2 + regime) * _PERIOD + position - 1] = sum(
+                        rate
+                        for stride, rate in zip(STRIDES, rates, strict=True)
+                        if not position % stride
+                    )
+        self.by_position = by_position
+        lengths = np.arange(_RUN_TABLE + 1, dtype=np.int64)
+        by_key = [self._run_costs(key, lengths) for key in range(_KEYS)]
+        self.run_table = np.stack(by_key, axis=1).reshape(-1)  # [length * _KEYS + key]
+
+    def _run_costs(self, key: int, lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """What a run of each length costs (the loop's charges, summed in closed form)."""
+        script = key % 4
+        if script == SPACES:  # the 2nd space of a run, and every SPACE_TOKEN-th
+            return SPACE_RUN * ((lengths >= 2) + lengths // SPACE_TOKEN)  # noqa: PLR2004
+        if not script:
+            return np.zeros_like(lengths)
+        cost: npt.NDArray[np.int64] = np.where(lengths > 0, self.first[key], 0)
+        for stride, rate in zip(STRIDES, self.rates[key], strict=True):
+            cost += rate * (lengths // stride)
+        cost += LONG_RUN_RATE * np.maximum(lengths - LONG_RUN, 0)
+        return cost
+
+    def run_cost(self, key: int, length: int) -> int:
+        """What one run of `length` costs, of any length."""
+        return int(self._run_costs(key, np.array([length], dtype=np.int64))[0])
+
+
+_SHORT_TEXT = 96
+"""Below this many characters a plain loop beats numpy's per-call overhead."""
+_BLOCK = 1 << 20
+"""Long texts are counted in blocks of about this many characters to bound memory."""
+_SCRIPT_KEYS = (
+    SCRIPT_OF_CLASS + bytes(256 - len(SCRIPT_OF_CLASS)),
+    bytes(s + 4 if s else 0 for s in SCRIPT_OF_CLASS) + bytes(256 - len(SCRIPT_OF_CLASS)),
+)
+"""Class byte -> run key, in regime 0 and in regime 1 (bytes.translate tables)."""
+_CHUNK_STARTS = np.arange(0, _BLOCK + CHUNK, CHUNK, dtype=np.intp)
+
+
+def _finish(milli: int) -> int:
+    return -(-(milli + START_CHARGE) // MILLI) if milli > 0 else 0
+
+
+def _count_short(text: str, fast: _Fast | None = None) -> int:
+    """The model read one character at a time: the reference the numpy paths match."""
+    fast = fast or _FAST
+    classes = fast.class_bytes
+    evidence = fast.evidence_list
+    pair_cost = fast.pair_list
+    by_position = fast.by_position
+    first = fast.first_list
+    scripts = SCRIPT_OF_CLASS
+    milli = run = regime = script = chunk = 0
+    sums: list[int] = []
+    prev = START
+    for i, ch in enumerate(text):
+        if i and not i % CHUNK:  # a chunk ends: the next one's regime is its language
+            sums.append(chunk)
+            chunk = 0
+            now = int(sum(sums[-CHUNKS_BACK:]) > THRESHOLD)
+            if now != regime:
+                regime, script = now, 0  # a regime change starts a new word
+        cp = ord(ch)
+        cls = classes[cp]
+        milli += pair_cost[prev * N_CLASSES + cls]
+        if cp < _EVIDENCE_END:
+            chunk += evidence[cp]
+        own = scripts[cls]
+        if own:
+            if own == script:
+                run += 1
+            else:
+                script, run = own, 1
+                milli += first[own * 2 + regime]
+            if own == SPACES:
+                if run == 2 or not run % SPACE_TOKEN:  # noqa: PLR2004 - a run's second space
+                    milli += SPACE_RUN
+            else:
+                milli += by_position[(own * 2 + regime) * _PERIOD + (run - 1) % _PERIOD]
+                if run > LONG_RUN:
+                    milli += LONG_RUN_RATE
+        else:
+            script = 0
+        prev = cls
+    return _finish(milli)
+
+
+def _class_and_evidence(text: str, fast: _Fast) -> tuple[bytes, npt.NDArray[np.int8]]:
+    """One class byte and one evidence value per character of `text`."""
+    if text.isascii():  # O(1) in CPython; bytes.translate is a tight C loop
+        raw = text.encode("ascii")
+        evidence = np.frombuffer(raw.translate(fast.ascii_evidence), dtype=np.int8)
+        return raw.translate(fast.ascii_classes), evidence
+    units = text.encode("utf-16-le", "surrogatepass")  # a lone surrogate is one unit
+    if len(units) == 2 * len(text):  # no surrogate pairs: every character is one unit
+        # One lookup gives both: class in the low byte, evidence in the high one.
+        both = np.take(fast.bmp_class_evidence, np.frombuffer(units, dtype=np.uint16))
+        return both.view(np.uint8)[0::2].tobytes(), both.view(np.int8)[1::2]
+    codepoints = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    classes = np.take(fast.tables.classes, codepoints).tobytes()  # take: faster than indexing
+    # mode="clip" reads every later code point as U+07FF, whose evidence is 0.
+    return classes, np.take(fast.tables.evidence, codepoints, mode="clip")
+
+
+def _pair_costs(class_bytes: bytes, fast: _Fast) -> npt.NDArray[np.signedinteger]:
+    """The cost of every character after the first, given the class before it."""
+    # Each uint16 read one byte after the last is ``current * 256 + previous``.
+    codes = np.ndarray((len(class_bytes) - 1,), dtype="<u2", buffer=class_bytes, strides=(1,))
+    return np.take(fast.pair_by_bytes, codes)
+
+
+def _regimes(sums: npt.NDArray[np.int64], before: tuple[int, ...]) -> npt.NDArray[np.bool_]:
+    """Each chunk's regime in one text: the evidence of the CHUNKS_BACK chunks before it.
+
+    `before` holds the sums of the chunks before `sums` (the block before, at most
+    CHUNKS_BACK of them).
+    """
+    m = len(sums)
+    padded = np.zeros(m + CHUNKS_BACK + 1, dtype=np.int64)
+    padded[CHUNKS_BACK + 1 - len(before) : CHUNKS_BACK + 1] = before
+    padded[CHUNKS_BACK + 1 :] = sums
+    total: npt.NDArray[np.int64] = padded.cumsum()
+    # Chunk j sits at j + CHUNKS_BACK + 1; the chunks before it at j + 1 .. j + CHUNKS_BACK.
+    window = total[CHUNKS_BACK : CHUNKS_BACK + m] - total[:m]
+    return window > THRESHOLD
+
+
+def _batch_regimes(
+    sums: npt.NDArray[np.int64], firsts: npt.NDArray[np.intp]
+) -> npt.NDArray[np.bool_]:
+    """`_regimes` of many texts' chunks; `firsts[j]` is the first chunk of chunk j's text."""
+    total = np.zeros(len(sums) + 1, dtype=np.int64)
+    np.cumsum(sums, out=total[1:])
+    index = np.arange(len(sums), dtype=np.intp)
+    low = np.maximum(index - CHUNKS_BACK, firsts)
+    window = total[index] - total[low]
+    return window > THRESHOLD
+
+
+def _run_keys(class_bytes: bytes, regimes: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.uint8]:
+    """Every character's run key: its script, and the regime of its chunk (None: all 0)."""
+    if regimes is None or not regimes.any():
+        return np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[0]), dtype=np.uint8)
+    if regimes.all():
+        return np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[1]), dtype=np.uint8)
+    # Stretches of one regime are few: each is translated with its own table.
+    changes = ((regimes[1:] != regimes[:-1]).nonzero()[0] + 1).tolist()
+    bounds = [0, *(c * CHUNK for c in changes), len(class_bytes)]
+    first = int(regimes[0])
+    keys = b"".join(
+        class_bytes[bounds[i] : bounds[i + 1]].translate(_SCRIPT_KEYS[first ^ (i & 1)])
+        for i in range(len(bounds) - 1)
+    )
+    return np.frombuffer(keys, dtype=np.uint8)
+
+
+@dataclass(frozen=True, slots=True)
+class _Runs:
+    """The runs of one key in a stretch of text (words, runs of spaces, other stretches)."""
+
+    starts: npt.NDArray[np.intp]
+    lengths: npt.NDArray[np.intp]
+    keys: npt.NDArray[np.uint8]
+    costs: npt.NDArray[np.int64]
+
+
+def _runs(keys: npt.NDArray[np.uint8], breaks: npt.NDArray[np.intp] | None, fast: _Fast) -> _Runs:
+    """Split `keys` into runs (also at `breaks`, where texts start) and price each one."""
+    n = len(keys)
+    # starting[i]: a run starts at i; the extra entry at n closes the last one.
+    starting = np.empty(n + 1, dtype=bool)
+    starting[0] = starting[n] = True
+    np.not_equal(keys[1:], keys[:-1], out=starting[1:n])
+    if breaks is not None:
+        starting[breaks] = True
+    bounds = starting.nonzero()[0]
+    starts = bounds[:-1]
+    lengths = bounds[1:] - starts
+    run_keys = np.take(keys, starts)
+    # run_table is laid out by length, then key: one shift and one add make the index.
+    longest = int(lengths.max())
+    index = (lengths if longest <= _RUN_TABLE else np.minimum(lengths, _RUN_TABLE)) << 3
+    index += run_keys
+    costs = np.take(fast.run_table, index)
+    if longest > _RUN_TABLE:  # rare: priced by the formula
+        for i in (lengths > _RUN_TABLE).nonzero()[0].tolist():
+            costs[i] = fast.run_cost(int(run_keys[i]), int(lengths[i]))
+    return _Runs(starts, lengths, run_keys, costs)
+
+
+@dataclass
+class _Carry:
+    """What one block of a long text hands to the next (the defaults start a text)."""
+
+    prev: int = START
+    key: int = 0  # the run the block ended in
+    run: int = 0  # ... and its length so far
+    sums: tuple[int, ...] = ()  # evidence of the last CHUNKS_BACK chunks
+
+
+def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
+    """Milli-tokens of one block of a text; updates `carry` for the next block."""
+    n = len(block)
+    class_bytes, evidence = _class_and_evidence(block, fast)
+    milli: int = fast.pair_list[carry.prev * N_CLASSES + class_bytes[0]]
+    milli += int(_pair_costs(class_bytes, fast).sum(dtype=np.int64))
+    chunks = -(-n // CHUNK)
+    sums = np.add.reduceat(evidence, _CHUNK_STARTS[:chunks], dtype=np.int64)
+    # Evidence that cannot pass the threshold leaves every chunk in regime 0.
+    most = max(int(sums.max()), *carry.sums) if carry.sums else int(sums.max())
+    regimes = _regimes(sums, carry.sums) if most * CHUNKS_BACK > THRESHOLD else None
+    runs = _runs(_run_keys(class_bytes, regimes), None, fast)
+    milli += int(runs.costs.sum())
+    key, length = int(runs.keys[0]), int(runs.lengths[0])
+    continued = key == carry.key and key % 4 != 0  # the word (or run) before goes on
+    if continued:
+        milli += fast.run_cost(key, carry.run + length) - fast.run_cost(key, carry.run)
+        milli -= int(runs.costs[0])
+    last = len(runs.starts) == 1
+    carry.run = int(runs.lengths[-1]) + (carry.run if continued and last else 0)
+    carry.key = int(runs.keys[-1])
+    carry.prev = class_bytes[-1]
+    carry.sums = (*carry.sums, *sums[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
+    return milli
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _short_tokens(text: str) -> int:
+    """`_count_short` with the default tables, remembered.
+
+    Short texts repeat: every message's role, every tool call's name; a history of
+    10,000 messages holds about 24,000 of them, a quarter distinct.
+    """
+    return _count_short(text)
+
+
+def count_text_tokens(text: str) -> int:
+    """Estimate the tokens of `text` (see `_token_estimate` for the model)."""
+    if len(text) < _SHORT_TEXT:
+        return _short_tokens(text)
+    carry = _Carry()
+    milli = 0
+    step = max(_BLOCK // CHUNK, 1) * CHUNK  # blocks end on chunk boundaries
+    for start in range(0, len(text), step):
+        milli += _count_block(text[start : start + step], carry, _FAST)
+    return _finish(milli)
+
+
+_BATCH_CHARS = 1 << 14
+"""Texts are counted together in batches of about this many characters: enough to amortise
+numpy's per-call cost, few enough that the per-character arrays stay in cache (a batch of
+1 << 18 was twice as slow and took 12 times the memory)."""
+
+
+def count_texts_tokens(texts: list[str]) -> list[int]:
+    """Estimate the tokens of each text; equal to `count_text_tokens` on each, faster.
+
+    Many small texts (candidate lines, messages) are joined and read in one numpy pass:
+    their character pairs, their chunks' evidence and regimes and their runs, every run
+    starting afresh where a text starts.
+    """
+    counts = [0] * len(texts)
+    batch: list[int] = []
+    size = 0
+    for i, text in enumerate(texts):
+        if len(text) >= _BLOCK:
+            counts[i] = count_text_tokens(text)
+        elif len(text) < _SHORT_TEXT:
+            counts[i] = _short_tokens(text)
+        else:
+            batch.append(i)
+            size += len(text)
+            if size >= _BATCH_CHARS:
+                _count_batch(texts, batch, counts, _FAST)
+                batch, size = [], 0
+    if batch:
+        _count_batch(texts, batch, counts, _FAST)
+    return counts
+
+
+def _count_batch(texts: list[str], batch: list[int], counts: list[int], fast: _Fast) -> None:
+    joined = "".join(texts[i] for i in batch)
+    n = len(joined)
+    class_bytes, evidence = _class_and_evidence(joined, fast)
+    cls = np.frombuffer(class_bytes, dtype=np.uint8)
+    lengths = [len(texts[i]) for i in batch]
+    text_starts = np.concatenate(([0], np.cumsum(lengths[:-1]))).astype(np.intp)
+
+    cost = np.empty(n, dtype=fast.pair_by_bytes.dtype)
+    cost[1:] = _pair_costs(class_bytes, fast)
+    cost[text_starts] = fast.pair_by_bytes[cls[text_starts].astype(np.intp) * 256 + START]
+    milli = np.add.reduceat(cost, text_starts, dtype=np.int64)
+
+    # Chunks start afresh at every text's start.
+    chunks = [-(-m // CHUNK) for m in lengths]
+    offsets = np.repeat(text_starts, chunks)
+    firsts = np.repeat(np.cumsum([0, *chunks[:-1]]), chunks).astype(np.intp)
+    chunk_starts = offsets + (np.arange(len(offsets)) - firsts) * CHUNK
+    sums = np.add.reduceat(evidence, chunk_starts, dtype=np.int64)
+    regimes = _batch_regimes(sums, firsts)
+    if regimes.any() and not regimes.all():
+        # A chunk's key shift spans the chunk, which may end early at a text's end.
+        shift = np.repeat(regimes.astype(np.uint8) * 4, np.diff(chunk_starts, append=n))
+        keys = np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[0]), dtype=np.uint8) + shift
+    else:
+        keys = _run_keys(class_bytes, regimes)
+    runs = _runs(keys, text_starts, fast)
+    first_runs = np.searchsorted(runs.starts, text_starts)
+    milli += np.add.reduceat(runs.costs, first_runs, dtype=np.int64)
+    for i, total in zip(batch, milli.tolist(), strict=True):
+        counts[i] = _finish(total)
+
+
+_FAST = _Fast(TABLES)

@@ -1,0 +1,108 @@
+"""count_tokens over all of Unicode: no script, emoji or whitespace run is free or low."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from langchain_contextkit import _token_count as counting
+from langchain_contextkit import count_each, count_tokens, tiktoken_counter
+
+_ALPHABET = st.sampled_from(
+    [
+        *(" ", "  ", "\t", "\n", "a", "Z", "7", ".", "é", "ế", "я", "你"),
+        *"สวัสดีनमस्तेمرحباשלוםԲարևგამარჯობა",
+        *("\U0001f600", "\u200d", "\ufe0f", "\U0001f3fd", "\U0001f1e9", "\U000e0100"),
+        "\U0010fffd",
+    ]
+)
+texts = st.lists(_ALPHABET, max_size=300).map("".join)
+
+
+@given(head=texts, tail=texts)
+@settings(max_examples=200, deadline=None)
+def test_appending_never_lowers_the_count(head: str, tail: str) -> None:
+    assert count_tokens(head + tail) >= count_tokens(head)
+
+
+@given(text=texts)
+@settings(max_examples=200, deadline=None)
+def test_every_path_agrees(text: str) -> None:
+    expected = counting._count_short(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(counting, "_SHORT_TEXT", 0)
+        assert counting.count_text_tokens(text) == expected
+        patch.setattr(counting, "_BLOCK", 7)  # blocks cut runs of spaces and words
+        assert counting.count_text_tokens(text) == expected
+    assert count_each([text, text[:97], text]) == [
+        expected,
+        counting._count_short(text[:97]),
+        expected,
+    ]
+
+
+@pytest.mark.parametrize(
+    "cp",
+    [
+        0x80,
+        0xA9,
+        0x5D0,
+        0x627,
+        0x915,
+        0xE01,
+        0x10D0,
+        0x1200,
+        0x2500,
+        0xE000,
+        0x1F600,
+        0x1F3FD,
+        0x200D,
+        0xFE0F,
+        0x30000,
+        0xE0100,
+        0x10FFFD,
+        0x50000,
+    ],
+)
+def test_no_code_point_is_free(cp: int) -> None:
+    # One character after a word: the word's own cost must grow by a positive amount.
+    base = counting._count_short("x" * 200)
+    assert counting._count_short("x" * 200 + chr(cp) * 40) > base
+
+
+def test_a_run_of_spaces_costs_a_token_as_the_pre_tokenizer_splits_it() -> None:
+    exact = tiktoken_counter("cl100k_base")
+    for gap in (2, 7, 30):
+        text = ("word" + " " * gap) * 50
+        assert count_tokens(text) >= exact(text) * 0.95, gap
+    assert count_tokens("word  word") > count_tokens("word word")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "สวัสดีครับ ยินดีต้อนรับสู่ระบบ " * 9,
+        "नमस्ते, यह एक परीक्षण वाक्य है। " * 9,
+        "مرحبا بكم في النظام الجديد " * 9,
+        "გამარჯობა, ეს არის ტესტი " * 9,
+        "\U0001f600\U0001f44d\U0001f3fd\U0001f468\u200d\U0001f469\u200d\U0001f467 " * 20,
+    ],
+)
+def test_scripts_outside_the_fitted_classes_are_not_counted_low(text: str) -> None:
+    exact = tiktoken_counter("cl100k_base")
+    assert count_tokens(text) >= 0.9 * exact(text), (count_tokens(text), exact(text))
+
+
+def test_vietnamese_is_not_counted_far_low() -> None:
+    # Measured -14% on this one repeated sentence (its catalogue category is within 5%):
+    # Vietnamese syllables ride the Latin word model, whose regime reads them as cheap.
+    text = "Chào mừng bạn đến với hệ thống mới " * 9
+    assert count_tokens(text) >= 0.85 * tiktoken_counter("cl100k_base")(text)
+
+
+def test_o200k_counts_through_bpe_openai() -> None:
+    bpe_openai = pytest.importorskip("bpe_openai")
+    sample = "Chào mừng bạn đến với hệ thống mới, สวัสดีครับ, hello  world\n\n"
+    cl100k = bpe_openai.get_encoding("cl100k_base").encode_ordinary(sample)
+    assert len(cl100k) == tiktoken_counter("cl100k_base")(sample)
+    o200k = len(bpe_openai.get_encoding("o200k_base").encode_ordinary(sample))
+    assert 0 < o200k <= count_tokens(sample)
