@@ -360,7 +360,7 @@ class AnthropicStub:
         for index, (role, block) in enumerate(parts):
             plain = {k: v for k, v in block.items() if k != "cache_control"}
             digest.update(json.dumps([role, plain], sort_keys=True).encode())
-            tokens += len(self._encoding.encode(_block_text(plain), disallowed_special=()))
+            tokens += len(self._encoding.encode_ordinary(_block_text(plain)))
             marked = "cache_control" in block or (top and index == len(parts) - 1)
             result.append(_Block(digest.copy().digest(), tokens, marked))
         return result
@@ -410,7 +410,7 @@ class AnthropicStub:
             for call in reply.tool_calls
         ]
         record.output_tokens = sum(
-            len(self._encoding.encode(_block_text(b), disallowed_special=())) for b in content
+            len(self._encoding.encode_ordinary(_block_text(b))) for b in content
         )
         return {
             "id": f"msg_stub_{next(self._ids)}",
