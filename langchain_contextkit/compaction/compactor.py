@@ -199,18 +199,25 @@ class RunningSummary:
         digest: A digest of the covered messages' content, when known (a window-sized
             compaction records it): checked instead of `last_id`, so a caller that
             re-sends the history with new ids still matches.
+        floor: The extractive recap of the same messages, when the recap is a model's:
+            what the next model recap may not keep fewer facts than. It is extended from
+            itself, never from the model's recap (which may carry a verbose reply's
+            copied lines); None when the recap is extractive (it is its own floor).
     """
 
     text: str
     covered: int
     last_id: str | None = None
     digest: str | None = None
+    floor: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict for graph state and checkpointers."""
         data: dict[str, Any] = {"text": self.text, "covered": self.covered, "last_id": self.last_id}
         if self.digest is not None:
             data["digest"] = self.digest
+        if self.floor is not None:
+            data["floor"] = self.floor
         return data
 
     @classmethod
@@ -231,7 +238,11 @@ class RunningSummary:
         if digest is not None and not isinstance(digest, str):
             msg = f"RunningSummary digest must be a str or None, got {digest!r}"
             raise ConfigError(msg)
-        return cls(text, covered, last_id, digest)
+        floor = data.get("floor")
+        if floor is not None and not isinstance(floor, str):
+            msg = f"RunningSummary floor must be a str or None, got {floor!r}"
+            raise ConfigError(msg)
+        return cls(text, covered, last_id, digest, floor)
 
     @classmethod
     def from_state(cls, stored: object) -> RunningSummary | None:
@@ -291,6 +302,7 @@ class _Plan:
     fidelity: Fidelity | None = None  # the tier the extractive recap was written at
     cap_scale: float = 1.0  # the summariser's tokens per counter token (the stated cap)
     floor: str | None = None  # the extractive recap of this plan, once made: a model's floor
+    previous_floor: str | None = None  # the floor in force (None: `previous` is its own)
 
     def epochs(self) -> list[tuple[int, int, str | None]]:
         """`(start, end, digest)` of each epoch in pending: one, unless the grid has more."""
@@ -435,6 +447,7 @@ class HistoryCompactor:
             check_count("summarizer_window", summarizer_window, minimum=1)
         self.summarizer_window = summarizer_window
         self._recaps = _RecapMemo()
+        self._floors = _RecapMemo()  # the floors of model recaps, by the same digests
         self._index = HistoryIndex(token_counter)
 
     def known_history(self, messages: Sequence[BaseMessage]) -> tuple[int, CleanScan | None] | None:
@@ -717,14 +730,16 @@ class HistoryCompactor:
         extractive: bool = False,
         asked: bool = False,
         remember: bool = True,
+        floor: bool = False,
     ) -> str:
         """The recap after every epoch of `plan`, each extending the one before.
 
         `extractive`: the extractive summariser (its requests are not sized, and nothing
         salient is a valid recap). `asked`: a model was asked for the recap's sections
         (see `_structured`). `remember`: keep each intermediate recap in the memo.
+        `floor`: the chain of a model recap's floor (it extends the floor in force).
         """
-        previous = self._previous(plan)
+        previous = self._previous(plan, floor=floor)
         for start, end, digest in plan.epochs():
             requests = self._requests(plan, plan.pending[start:end], previous, sized=not extractive)
             text = run_sync(requests, summarize)
@@ -753,8 +768,13 @@ class HistoryCompactor:
             )
         return previous or ""
 
-    def _previous(self, plan: _Plan) -> str | None:
-        """The recap a chain extends: none when the one in force kept nothing."""
+    def _previous(self, plan: _Plan, *, floor: bool = False) -> str | None:
+        """The recap a chain extends: none when the one in force kept nothing.
+
+        `floor`: the floor's chain extends the floor in force, not the model's recap.
+        """
+        if floor and plan.previous_floor is not None:
+            return self._carried(plan.previous_floor)
         return self._carried(plan.previous)
 
     def _carried(self, recap: str | None) -> str | None:
@@ -922,6 +942,7 @@ class HistoryCompactor:
             overhead,
             view,
             cap=self.max_summary_tokens,
+            previous_floor=None if current is None else current.floor,
         )
 
     def _view_instruction(self, plan: _Plan) -> str:
@@ -988,8 +1009,10 @@ class HistoryCompactor:
         # A recap inside the list (a compacted list fed back) has no content address.
         digests = arrays.digests if previous is None else None
         base = 0
+        previous_floor: str | None = None
         if previous is None and summary is not None:
             previous, base = self._summary_in_force(summary, rest, digests)
+            previous_floor = summary.floor if previous is not None else None
         if digests is not None and reuse:
             # A recap this process made for a later point (a caller that re-sends the whole
             # list and keeps no state): any unit start, as a call whose turn did not fit
@@ -997,6 +1020,7 @@ class HistoryCompactor:
             known = self._latest_known(starts[bisect.bisect_right(starts, base) :], digests)
             if known is not None:
                 previous, base = known
+                previous_floor = self._floors.get(digests[base])
         heading = count_message_tokens(
             [SystemMessage(self.prompts.heading("recap"))], self.token_counter, reply_priming=False
         )
@@ -1040,6 +1064,7 @@ class HistoryCompactor:
                 base,
                 _last_id(rest, base),
                 None if digests is None else digests[base],
+                previous_floor,
             )
         if target == base:
             return _as_is(view, current, before)
@@ -1057,6 +1082,7 @@ class HistoryCompactor:
             digest=None if digests is None else digests[target],
             cuts=tuple(c - base for c in cuts),
             cut_digests=tuple(None if digests is None else digests[c] for c in cuts),
+            previous_floor=previous_floor,
         )
 
     def _finish(
@@ -1097,13 +1123,14 @@ class HistoryCompactor:
             )
             raise ContextWindowExceeded(msg, required=after, budget=ceiling)
         last_id = plan.pending[plan.cut - 1].id
+        # A model's recap carries its floor forward; an extractive recap is its own.
+        floor = None if kind == "extractive" else plan.floor
         summary = RunningSummary(
-            recap, covered, last_id if isinstance(last_id, str) else None, plan.digest
+            recap, covered, last_id if isinstance(last_id, str) else None, plan.digest, floor
         )
         if _new_problems(plan.pending, view, require_human_first=self.require_human_first):
             return None  # logged; the next summariser's turn, else the history unchanged
-        if plan.digest is not None:
-            self._recaps.put(plan.digest, recap)
+        self._remember(plan.digest, recap, floor)
         return CompactionResult(
             view,
             summary,
@@ -1115,6 +1142,14 @@ class HistoryCompactor:
             error=error,
             fidelity=fidelity,
         )
+
+    def _remember(self, digest: str | None, recap: str, floor: str | None) -> None:
+        """Keep a committed recap (and a model recap's floor) by the digest it covers."""
+        if digest is None:
+            return
+        self._recaps.put(digest, recap)
+        if floor is not None:
+            self._floors.put(digest, floor)
 
     def _structured(
         self, plan: _Plan, text: str, kind: SummarizerKind
@@ -1170,7 +1205,7 @@ class HistoryCompactor:
         if plan.floor is None:
             tier = plan.fidelity  # `_extractive_for` notes its tier; this is no recap yet
             plan.floor = self._chain(
-                plan, self._extractive_for(plan), extractive=True, remember=False
+                plan, self._extractive_for(plan), extractive=True, remember=False, floor=True
             )
             plan.fidelity = tier
         return plan.floor
