@@ -1124,7 +1124,7 @@ class HistoryCompactor:
             raise ContextWindowExceeded(msg, required=after, budget=ceiling)
         last_id = plan.pending[plan.cut - 1].id
         # A model's recap carries its floor forward; an extractive recap is its own.
-        floor = None if kind == "extractive" else plan.floor
+        floor = None if kind == "extractive" else (plan.floor or None)
         summary = RunningSummary(
             recap, covered, last_id if isinstance(last_id, str) else None, plan.digest, floor
         )
