@@ -38,8 +38,7 @@ evidence were derived from tiktoken ``cl100k_base`` and text read from this mach
 result). Only the one table of CJK tiers is shipped as data (a few hundred bytes
 compressed), never any part of the vocabulary itself.
 
-Over 500 lines on purpose: The estimator's fitted tables and its single counting
-algorithm, kept in one place.
+The estimator's fitted tables and its counting algorithm are kept in one place.
 """
 
 from __future__ import annotations

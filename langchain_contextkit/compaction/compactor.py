@@ -8,8 +8,7 @@ target (hysteresis) so the prompt prefix stays byte-stable between compactions, 
 failing or empty summary never costs history: the deterministic `ExtractiveSummarizer`
 steps in, and when nothing can be summarised the history comes back unchanged.
 
-Over 500 lines on purpose: `HistoryCompactor` is one class (its plan, epochs and recap
-memo) kept whole.
+`HistoryCompactor` keeps its plan, epochs and recap memo in one class, hence the length.
 """
 
 from __future__ import annotations
@@ -559,9 +558,9 @@ class HistoryCompactor:
                 provider's prompt cache still holds it) and an instruction to summarise
                 all but its last turns; it sends both, the instruction last, or returns
                 None when that request would not fit the model. This keeps the summary
-                call cheap on cached providers (deepagents #5319).
+                call cheap on cached providers.
             overhead_tokens: Tokens sent beside these messages (tool schemas, a system
-                prompt kept elsewhere): they count towards the trigger (langchain #34664).
+                prompt kept elsewhere): they count towards the trigger.
             ceiling_tokens: A hard limit for the view plus overhead (the window minus the
                 output reserve). Going over it forces a compaction, even with few turns.
             room_tokens: In an agent, the tokens this history may take in the window's
