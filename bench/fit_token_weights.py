@@ -41,8 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import load_corpus
 
-from langchain_contextkit import _token_estimate as model
-from langchain_contextkit import count_tokens, tiktoken_counter
+from langchain_contextkit import _token_estimate as model, count_tokens, tiktoken_counter
 
 Matrix = npt.NDArray[np.float64]
 Vector = npt.NDArray[np.float64]

@@ -4,8 +4,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.compaction.compactor import CompactionConfig
