@@ -53,8 +53,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, ModelResponse, SummarizationMiddleware
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately as approximately
-from langchain_core.messages.utils import trim_messages
+from langchain_core.messages.utils import count_tokens_approximately as approximately, trim_messages
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 

@@ -42,9 +42,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import fit_sample, load_corpus
 from exact_tokenizers import COUNTERS
 
-from langchain_contextkit import _token_count as counting
-from langchain_contextkit import _token_estimate as model
-from langchain_contextkit import count_tokens, tiktoken_counter
+from langchain_contextkit import (
+    _token_count as counting,
+    _token_estimate as model,
+    count_tokens,
+    tiktoken_counter,
+)
 
 Matrix = npt.NDArray[np.float64]
 Vector = npt.NDArray[np.float64]

@@ -243,8 +243,6 @@ def _to_plain(value: object) -> object:
         return sorted(value)
     if isinstance(value, tuple):
         return [_to_plain(item) for item in value]
-    if isinstance(value, int) and type(value) not in (int, bool):
-        return int(value)  # a remembered default (`DEFAULT_TRIGGER_TOKENS`) is still an int
     return value
 
 

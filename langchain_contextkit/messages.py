@@ -504,7 +504,7 @@ def trim_to_budget(
     """Keep the leading system messages and the longest recent tail that fits.
 
     Unlike a message-by-message trim, the tail is made of whole units, so it never starts
-    with a tool result whose call was cut away (langchain #33245) and never keeps only
+    with a tool result whose call was cut away and never keeps only
     some of a parallel call's results. With `require_human_first`, the tail also starts at
     a human message.
 

@@ -19,8 +19,8 @@ history = [HumanMessage("How do I get a refund?"), AIMessage("Open Settings, the
 print(count_message_tokens(history))  # estimate, with the chat format's overhead
 ```
 
-Over 500 lines on purpose: Every counting entry point over one memo and one estimator, so
-they agree token for token.
+Every counting entry point shares one memo and one estimator here, so they agree token
+for token; that is why the module is long.
 """
 
 from __future__ import annotations

@@ -21,8 +21,7 @@ message in the middle of a conversation. Every call's ledger says where each tok
 the request never exceeds the window minus the output reserve, or
 `ContextWindowExceeded` is raised and nothing is sent.
 
-Over 500 lines on purpose: `WindowAssembler` is one class whose methods are the steps of
-one request's layout.
+`WindowAssembler`'s methods are the steps of one request's layout, kept in one class.
 """
 
 from __future__ import annotations

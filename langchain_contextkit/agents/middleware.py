@@ -2,14 +2,13 @@
 
 `CompactionMiddleware` wraps each model call (`wrap_model_call` / `awrap_model_call`):
 it measures the request the way the provider will (system prompt and tool schemas
-included, langchain #34664), lets `HistoryCompactor` build the view the model should see,
+included), lets `HistoryCompactor` build the view the model should see,
 and sends that instead of the raw history. The history in the agent's state stays whole;
 only the running summary is stored beside it (a private state key), so the next call
 extends the summary instead of re-reading old turns, and the prefix the provider caches
 stays byte-stable between compactions.
 
-Over 500 lines on purpose: Two middleware classes over shared helpers;
-`ContextKitMiddleware` is one class kept whole.
+Both middleware classes share their helpers, so they live together.
 """
 
 from __future__ import annotations

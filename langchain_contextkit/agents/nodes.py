@@ -11,8 +11,7 @@ instead, and only after a summary succeeded.
 reflection loop) to the run's trajectory budget from the window ledger, and writes the
 view for the next model call beside the full trajectory.
 
-Over 500 lines on purpose: Three node factories that share their budget helpers; each is
-one function.
+The three node factories share their budget helpers, so they live together.
 """
 
 from __future__ import annotations

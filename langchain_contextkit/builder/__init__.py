@@ -1,3 +1,15 @@
-"""The context builder: a Runnable that gathers, ranks and budgets sources into a prompt."""
+"""The context builder: a Runnable that gathers, ranks and budgets sources into a prompt.
 
-__all__: list[str] = []
+- [`ContextBuilder`][langchain_contextkit.builder.ContextBuilder]: the Runnable
+  (`build`, `build_block`, `invoke`, `ainvoke`, ...).
+- [`ContextReport`][langchain_contextkit.builder.ContextReport]: what each build kept,
+  dropped and why.
+- [`BudgetedRetriever`][langchain_contextkit.builder.BudgetedRetriever]: a LangChain
+  retriever that returns what the builder would keep.
+"""
+
+from langchain_contextkit.builder.report import ContextReport
+from langchain_contextkit.builder.retriever import BudgetedRetriever
+from langchain_contextkit.builder.runnable import ContextBuilder
+
+__all__ = ["BudgetedRetriever", "ContextBuilder", "ContextReport"]

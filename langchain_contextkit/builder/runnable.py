@@ -38,8 +38,7 @@ print(context)
 # how much can I spend on meals?
 ```
 
-Over 500 lines on purpose: `ContextBuilder` is one Runnable whose sync and async entry
-points share the steps.
+`ContextBuilder` is one Runnable whose sync and async entry points share the steps.
 """
 
 from __future__ import annotations

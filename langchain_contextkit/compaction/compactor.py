@@ -8,8 +8,7 @@ target (hysteresis) so the prompt prefix stays byte-stable between compactions, 
 failing or empty summary never costs history: the deterministic `ExtractiveSummarizer`
 steps in, and when nothing can be summarised the history comes back unchanged.
 
-Over 500 lines on purpose: `HistoryCompactor` is one class (its plan, epochs and recap
-memo) kept whole.
+`HistoryCompactor` keeps its plan, epochs and recap memo in one class, hence the length.
 """
 
 from __future__ import annotations
@@ -96,22 +95,10 @@ AViewSummarize = Callable[[list[BaseMessage], str], Awaitable["str | None"]]
 """Async `ViewSummarize`."""
 
 
-class _SeedDefault(int):
-    """An int default that remembers the caller did not choose it.
-
-    `HistoryCompactor(trigger_tokens=2000)` is the user's choice and wins everywhere;
-    the same number left at its default lets an agent size compaction by its window.
-    """
-
-    __slots__ = ()
-
-    def __reduce__(self) -> tuple[type[_SeedDefault], tuple[int]]:
-        return (_SeedDefault, (int(self),))
-
-
-DEFAULT_TRIGGER_TOKENS: int = _SeedDefault(2000)
-"""The seed's standalone trigger. Left at it, a compactor in an agent is sized by the
-window's high- and low-water marks instead (see `HistoryCompactor`)."""
+DEFAULT_TRIGGER_TOKENS = 2000
+"""The seed's trigger for a standalone call whose `trigger_tokens` is None (the default).
+In an agent, a None trigger is sized by the window's high- and low-water marks instead
+(see `HistoryCompactor`)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -123,7 +110,8 @@ class CompactionConfig:
         from langchain_contextkit.compaction.compactor import CompactionConfig
 
         cfg = CompactionConfig.from_dict({"keep_recent": 6})
-        assert (cfg.keep_recent, cfg.trigger_tokens) == (6, 2000)
+        assert (cfg.keep_recent, cfg.trigger_tokens) == (6, None)
+        assert cfg.standalone_trigger_tokens == 2000  # the seed's trigger
         assert cfg.to_dict()["max_summary_tokens"] == 1000
         ```
     """
@@ -131,9 +119,9 @@ class CompactionConfig:
     keep_recent: int = 4
     """Recent turns kept verbatim (at least)."""
 
-    trigger_tokens: int = DEFAULT_TRIGGER_TOKENS
-    """Compact only when the history takes more tokens than this (standalone; left at
-    the default, an agent sizes compaction by its window)."""
+    trigger_tokens: int | None = None
+    """Compact only when the history takes more tokens than this. None: sized by the
+    window in an agent, and the seed's `DEFAULT_TRIGGER_TOKENS` (2000) standalone."""
 
     max_summary_tokens: int = 1000
     """Hard cap of the recap."""
@@ -150,28 +138,31 @@ class CompactionConfig:
         """Validate the knobs."""
         check_fidelity(self.fidelity)
         check_count("keep_recent", self.keep_recent, minimum=1)
-        check_count("trigger_tokens", self.trigger_tokens, minimum=0)
+        if self.trigger_tokens is not None:
+            check_count("trigger_tokens", self.trigger_tokens, minimum=0)
         check_count("max_summary_tokens", self.max_summary_tokens, minimum=1)
         if self.target_tokens is not None:
             check_count("target_tokens", self.target_tokens, minimum=0)
-            if self.target_tokens > self.trigger_tokens:
+            if self.target_tokens > self.standalone_trigger_tokens:
                 msg = (
                     f"target_tokens ({self.target_tokens}) must not exceed trigger_tokens "
-                    f"({self.trigger_tokens})."
+                    f"({self.standalone_trigger_tokens})."
                 )
                 raise ConfigError(msg)
 
     def to_dict(self) -> dict[str, Any]:
         """The knobs as a plain dict (JSON- and YAML-friendly; every value stated)."""
-        return {
-            key: int(value) if isinstance(value, _SeedDefault) else value
-            for key, value in dataclasses.asdict(self).items()
-        }
+        return dataclasses.asdict(self)
 
     @property
     def sized_by_window(self) -> bool:
-        """True when `trigger_tokens` was left at its default (see `HistoryCompactor`)."""
-        return isinstance(self.trigger_tokens, _SeedDefault)
+        """True when `trigger_tokens` is None: an agent sizes compaction by its window."""
+        return self.trigger_tokens is None
+
+    @property
+    def standalone_trigger_tokens(self) -> int:
+        """The trigger of a standalone call: `trigger_tokens`, or the seed's 2000 if None."""
+        return DEFAULT_TRIGGER_TOKENS if self.trigger_tokens is None else self.trigger_tokens
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CompactionConfig:
@@ -339,7 +330,7 @@ class HistoryCompactor:
 
     In an agent (`compact_view(..., room_tokens=...)`, as `ContextKitMiddleware`,
     `CompactionMiddleware` and the graph nodes call it) a compactor whose `trigger_tokens`
-    was left at its default is sized by the window: it compacts when the history would
+    is None (the default) is sized by the window: it compacts when the history would
     take more than `HIGH_WATER` (92%) of its room, down to about `LOW_WATER` (10%) or the
     recap's cap when that is larger, with a recap of at most `RECAP_SHARE` (20%) of the
     room (and never above `max_summary_tokens`). Its cuts are placed on a grid that
@@ -386,7 +377,7 @@ class HistoryCompactor:
         llm: BaseChatModel | None = None,
         *,
         keep_recent: int = 4,
-        trigger_tokens: int = DEFAULT_TRIGGER_TOKENS,
+        trigger_tokens: int | None = None,
         max_summary_tokens: int = 1000,
         summary_prompt: str | None = None,
         prompts: PromptRegistry | None = None,
@@ -402,7 +393,9 @@ class HistoryCompactor:
         Args:
             llm: The chat model that writes recaps; None uses the extractive summariser.
             keep_recent: Recent turns kept verbatim, at least (>= 1).
-            trigger_tokens: Compact only above this many tokens (>= 0).
+            trigger_tokens: Compact only above this many tokens (>= 0). None (the
+                default): the seed's 2000 in a standalone call, sized by the window in
+                an agent.
             max_summary_tokens: Hard cap of the recap (>= 1).
             summary_prompt: Replaces the default summary instruction (may contain
                 ``{max_tokens}``).
@@ -506,8 +499,8 @@ class HistoryCompactor:
 
     @property
     def trigger_tokens(self) -> int:
-        """Compaction fires above this many tokens."""
-        return self.config.trigger_tokens
+        """A standalone compaction fires above this many tokens (2000 unless stated)."""
+        return self.config.standalone_trigger_tokens
 
     @property
     def max_summary_tokens(self) -> int:
@@ -516,7 +509,7 @@ class HistoryCompactor:
 
     @property
     def sized_by_window(self) -> bool:
-        """True when `trigger_tokens` was left at its default: an agent sizes it."""
+        """True when `trigger_tokens` was left at None: an agent sizes it by its window."""
         return self.config.sized_by_window
 
     @property
@@ -528,7 +521,7 @@ class HistoryCompactor:
     def target_tokens(self) -> int:
         """What a compaction aims for (hysteresis)."""
         target = self.config.target_tokens
-        return self.config.trigger_tokens // 2 if target is None else target
+        return self.trigger_tokens // 2 if target is None else target
 
     # -- the seed's API -------------------------------------------------------------------
 
@@ -578,14 +571,14 @@ class HistoryCompactor:
                 provider's prompt cache still holds it) and an instruction to summarise
                 all but its last turns; it sends both, the instruction last, or returns
                 None when that request would not fit the model. This keeps the summary
-                call cheap on cached providers (deepagents #5319).
+                call cheap on cached providers.
             overhead_tokens: Tokens sent beside these messages (tool schemas, a system
-                prompt kept elsewhere): they count towards the trigger (langchain #34664).
+                prompt kept elsewhere): they count towards the trigger.
             ceiling_tokens: A hard limit for the view plus overhead (the window minus the
                 output reserve). Going over it forces a compaction, even with few turns.
             room_tokens: In an agent, the tokens this history may take in the window's
                 ledger (its trajectory budget, overhead excluded). A compactor whose
-                `trigger_tokens` was left at its default is then sized by it.
+                `trigger_tokens` is None is then sized by it.
             summarizer_window: The window of the model that writes recaps, when neither
                 `summarizer_window` at construction nor the LLM's profile states it (the
                 agent's window when the agent's model summarises).

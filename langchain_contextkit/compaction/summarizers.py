@@ -14,9 +14,9 @@ questions, in that order) of ``- Role: sentence`` lines; `structured_recap` read
 model's reply into it, keeps a prose reply as written, and refuses an empty one or one
 whose sections are broken.
 
-Over 500 lines on purpose: the recap format's writer (`ExtractiveSummarizer`) and its
-reader (`structured_recap`, the re-read of an earlier recap) share one line model and one
-set of headings; split apart, the format would have two definitions that could drift.
+The recap format's writer (`ExtractiveSummarizer`) and its reader (`structured_recap`, the
+re-read of an earlier recap) share one line model and one set of headings, so the format
+has one definition.
 """
 
 from __future__ import annotations

@@ -12,8 +12,7 @@ store's back (noticed through the folder's modification time, recorded after eve
 write). Ids are checked on every call and symbolic links are never followed, so nothing
 outside the workspace is read or written.
 
-Over 500 lines on purpose: `FileNoteStore` is one class: the API, the lock protocol and
-the journal replay depend on each other's state.
+`FileNoteStore` is one class because its API, lock protocol and journal replay share state.
 """
 
 from __future__ import annotations

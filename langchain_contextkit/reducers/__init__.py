@@ -19,14 +19,35 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit.reducers.agent import reduce_agent
-from langchain_contextkit.reducers.plan import reduce_plan
-from langchain_contextkit.reducers.reflection import reduce_reflection
+from langchain_contextkit.reducers.agent import reduce_agent, reduce_agent_sync
+from langchain_contextkit.reducers.base import ReducerConfig, tokens_of
+from langchain_contextkit.reducers.plan import reduce_plan, reduce_plan_sync
+from langchain_contextkit.reducers.reflection import reduce_reflection, reduce_reflection_sync
+from langchain_contextkit.reducers.trajectories import (
+    PlanStep,
+    PlanTrajectory,
+    ReflectionRound,
+    ReflectionTrajectory,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
 
-__all__ = ["REDUCERS"]
+__all__ = [
+    "REDUCERS",
+    "PlanStep",
+    "PlanTrajectory",
+    "ReducerConfig",
+    "ReflectionRound",
+    "ReflectionTrajectory",
+    "reduce_agent",
+    "reduce_agent_sync",
+    "reduce_plan",
+    "reduce_plan_sync",
+    "reduce_reflection",
+    "reduce_reflection_sync",
+    "tokens_of",
+]
 
 REDUCERS: Mapping[str, Callable[..., Awaitable[Any]]] = MappingProxyType(
     {"agent": reduce_agent, "plan": reduce_plan, "reflection": reduce_reflection}

@@ -69,8 +69,8 @@ Example:
     # 400 context_length_exceeded [200, 400, 400]
     ```
 
-Over 500 lines on purpose: One HTTP server and the OpenAI rules it enforces, kept together
-so the stub stays self-contained.
+One HTTP server and the OpenAI rules it enforces are kept together, so the stub stays
+self-contained.
 """
 
 from __future__ import annotations

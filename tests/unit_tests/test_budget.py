@@ -2,8 +2,7 @@ import dataclasses
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from langchain_core.language_models import GenericFakeChatModel
 
 from langchain_contextkit import ConfigError

@@ -16,8 +16,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_contextkit import cli, tokens
-from langchain_contextkit.cli import build as _build
-from langchain_contextkit.cli import main
+from langchain_contextkit.cli import build as _build, main
 from langchain_contextkit.cli.demo import run as _demo
 from langchain_contextkit.cli.demo.model import ChosenModel
 from langchain_contextkit.sources.chunking import DEFAULT_CHUNK_TOKENS

@@ -80,7 +80,9 @@ def test_defaults_match_the_seed() -> None:
     )
     assert compactor.token_counter is count_tokens
     assert compactor.target_tokens == 1000
-    assert CompactionConfig() == CompactionConfig(keep_recent=4, trigger_tokens=2000)
+    # None says "sized by the window" in an agent; standalone it is the seed's 2000.
+    assert CompactionConfig().standalone_trigger_tokens == 2000
+    assert CompactionConfig() != CompactionConfig(trigger_tokens=2000)
 
 
 @pytest.mark.parametrize(

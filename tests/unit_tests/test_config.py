@@ -4,8 +4,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.compaction.compactor import CompactionConfig
@@ -68,7 +67,7 @@ def test_defaults_equal_the_seed_tables() -> None:
         config.compaction.trigger_tokens,
         config.compaction.max_summary_tokens,
         config.compaction.target_tokens,
-    ) == (4, 2000, 1000, None)
+    ) == (4, None, 1000, None)
     assert config.window_budget == WindowBudgetConfig()
     assert (
         config.window_budget.desired_output_tokens,
@@ -210,7 +209,7 @@ def test_unknown_key_suggests_the_closest_known_key() -> None:
         ({"context": {"allow_borrow": 1}}, "context.allow_borrow", "a bool"),
         ({"context": {"allow_borrow": "yes"}}, "context.allow_borrow", "a bool"),
         # a float is not an int
-        ({"compaction": {"trigger_tokens": 2000.0}}, "compaction.trigger_tokens", "an int"),
+        ({"compaction": {"trigger_tokens": 2000.0}}, "compaction.trigger_tokens", "an int or null"),
         ({"compaction": {"target_tokens": 1.5}}, "compaction.target_tokens", "an int or null"),
         # strings and None are not numbers
         ({"context": {"mmr_lambda": "0.7"}}, "context.mmr_lambda", "a number"),

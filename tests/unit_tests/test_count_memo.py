@@ -6,8 +6,7 @@ import threading
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -16,8 +15,12 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_contextkit import count_message_tokens, count_tokens, tiktoken_counter
-from langchain_contextkit import tokens as tokens_module
+from langchain_contextkit import (
+    count_message_tokens,
+    count_tokens,
+    tiktoken_counter,
+    tokens as tokens_module,
+)
 from langchain_contextkit._count_memo import CountMemo, SeenMessages
 from langchain_contextkit.messages import message_costs
 

@@ -5,8 +5,8 @@ from langchain_contextkit import (
     ContextKitError,
     ContextWindowExceeded,
     TokenizerUnavailableError,
+    errors as errors_module,
 )
-from langchain_contextkit import errors as errors_module
 
 
 @pytest.mark.parametrize("error", [ConfigError, TokenizerUnavailableError, ContextWindowExceeded])

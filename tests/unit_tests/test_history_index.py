@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from itertools import accumulate
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_contextkit import count_message_tokens, count_tokens

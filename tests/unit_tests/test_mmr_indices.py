@@ -20,8 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_contextkit.errors import ConfigError

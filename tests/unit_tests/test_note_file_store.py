@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from langchain_contextkit import FileNoteStore, InvalidNoteError, NoteNotFoundError
 from langchain_contextkit.errors import ConfigError

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from _offload_pointer import pointer_call, pointer_line
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
 

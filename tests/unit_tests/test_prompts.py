@@ -1,8 +1,7 @@
 import re
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from langchain_contextkit import ConfigError, PromptRegistry, with_data_boundary
 from langchain_contextkit.prompts import DEFAULT_HEADINGS

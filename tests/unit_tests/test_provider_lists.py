@@ -15,8 +15,7 @@ import warnings
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import (
     AIMessage,

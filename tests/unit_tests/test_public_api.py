@@ -113,7 +113,25 @@ EXPECTED_ALL = {
     "NoteTool",
     "NoteType",
     "StoreNoteStore",
+    # every layer's __all__ is re-exported at the root (issue 31)
+    "ComponentScore",
+    "ContextGraphState",
+    "DEFAULT_MAX_CONTENT_CHARS",
+    "DEFAULT_MAX_NOTES",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_RECENT",
+    "DEFAULT_SEARCH_LIMIT",
+    "Fact",
+    "NOTE_TYPES",
+    "NoteToolError",
+    "NoteToolInput",
+    "check_note_id",
+    "new_note_id",
 }
+
+# Folders that are not layers of the library: test doubles and the command line. They keep
+# their own `__all__` but the root does not re-export them.
+NOT_REEXPORTED = {"langchain_contextkit.testing", "langchain_contextkit.cli"}
 
 
 def _modules() -> list[str]:
@@ -167,3 +185,98 @@ def test_type_checking_imports_match_the_export_table() -> None:
                     imported[alias.name] = f"{stmt.module}"
     assert imported == langchain_contextkit._EXPORTS
     assert set(langchain_contextkit.__all__) == {*imported, "__version__"}
+
+
+def _layers() -> list[str]:
+    """Every subpackage directly under the root that is a layer of the library."""
+    return sorted(
+        f"langchain_contextkit.{info.name}"
+        for info in pkgutil.iter_modules(langchain_contextkit.__path__)
+        if info.ispkg and f"langchain_contextkit.{info.name}" not in NOT_REEXPORTED
+    )
+
+
+def test_the_layers_are_the_folders_design_md_names() -> None:
+    short = {name.rsplit(".", 1)[-1] for name in _layers()}
+    assert {"agents", "builder", "compaction", "reducers", "sources", "notes"} <= short
+
+
+def test_dir_is_all_and_nothing_else() -> None:
+    # Load some layers first: a loaded subpackage becomes a module attribute, and the
+    # imports `__init__.py` needs (`Any`, `TYPE_CHECKING`, `annotations`) are globals too.
+    importlib.import_module("langchain_contextkit.compaction")
+    importlib.import_module("langchain_contextkit.agents")
+    _ = langchain_contextkit.HistoryCompactor
+    shown = dir(langchain_contextkit)
+    assert shown == sorted(langchain_contextkit.__all__)
+    assert [name for name in shown if name.startswith("_")] == ["__version__"]
+    for leaked in ("Any", "TYPE_CHECKING", "annotations", "importlib", "logging", "compaction"):
+        assert leaked not in shown
+
+
+def test_each_layer_exports_its_public_names() -> None:
+    for layer in _layers():
+        module = importlib.import_module(layer)
+        exported = getattr(module, "__all__", None)
+        assert exported, f"{layer} re-exports nothing"
+        assert len(set(exported)) == len(exported), layer
+        namespace: dict[str, object] = {}
+        exec(f"from {layer} import *", namespace)  # noqa: S102 - a fixed, trusted module name
+        assert set(exported) <= set(namespace), layer
+        assert not [name for name in exported if name.startswith("_")], layer
+
+
+def test_a_layer_name_imports_from_its_folder() -> None:
+    from langchain_contextkit.agents import ContextGraphState, ContextKitMiddleware
+    from langchain_contextkit.builder import ContextBuilder
+    from langchain_contextkit.compaction import HistoryCompactor
+    from langchain_contextkit.reducers import reduce_agent
+    from langchain_contextkit.sources import CallableSource
+
+    assert HistoryCompactor is langchain_contextkit.HistoryCompactor
+    assert ContextKitMiddleware is langchain_contextkit.ContextKitMiddleware
+    assert ContextGraphState is langchain_contextkit.ContextGraphState
+    assert ContextBuilder is langchain_contextkit.ContextBuilder
+    assert CallableSource is langchain_contextkit.CallableSource
+    assert reduce_agent is langchain_contextkit.reduce_agent
+
+
+def test_root_reexports_equal_the_layers() -> None:
+    table = langchain_contextkit._PUBLIC
+    for layer in _layers():
+        short = layer.removeprefix("langchain_contextkit.")
+        module = importlib.import_module(layer)
+        assert set(table.get(short, ())) == set(module.__all__), short
+        for name in module.__all__:
+            assert getattr(langchain_contextkit, name) is getattr(module, name), name
+    # The other entries are core modules at the root, never a module inside a layer.
+    layers = {layer.removeprefix("langchain_contextkit.") for layer in _layers()}
+    for key in table:
+        assert "." not in key, key
+        assert key in layers or not hasattr(
+            importlib.import_module(f"langchain_contextkit.{key}"), "__path__"
+        ), key
+
+
+def test_api_docstrings_carry_no_history() -> None:
+    # Issue numbers and size apologies belong in git, not in what `help()` shows.
+    import inspect
+    import re
+
+    history = re.compile(r"Over \d+ lines on purpose|\b[Ii]ssues? #?\d+|\w #\d{3,}\b")
+    for name in _modules():
+        module = importlib.import_module(name)
+        docs = [(name, module.__doc__ or "")]
+        for attr, value in vars(module).items():
+            if getattr(value, "__module__", None) == name and (
+                inspect.isclass(value) or inspect.isfunction(value)
+            ):
+                docs.append((f"{name}.{attr}", inspect.getdoc(value) or ""))
+                if inspect.isclass(value):
+                    docs += [
+                        (f"{name}.{attr}.{member}", inspect.getdoc(item) or "")
+                        for member, item in vars(value).items()
+                        if inspect.isfunction(item)
+                    ]
+        for where, doc in docs:
+            assert not history.search(doc), f"{where}: {history.search(doc)}"

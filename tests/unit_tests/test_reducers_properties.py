@@ -15,8 +15,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import event, given, settings
-from hypothesis import strategies as st
+from hypothesis import event, given, settings, strategies as st
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,

@@ -7,8 +7,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from langchain_contextkit.tools.terminal._commands import COMMANDS
 from langchain_contextkit.tools.terminal._exec import CappedText

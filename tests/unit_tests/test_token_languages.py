@@ -5,11 +5,14 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from langchain_contextkit import _token_count as counting
-from langchain_contextkit import count_each, count_tokens, tiktoken_counter
+from langchain_contextkit import (
+    _token_count as counting,
+    count_each,
+    count_tokens,
+    tiktoken_counter,
+)
 
 # Letters of every class the model splits: cheap and rare accents, Cyrillic with its
 # Ukrainian and Serbian letters, Greek, CJK of each tier, and the evidence-heavy z, k, j.

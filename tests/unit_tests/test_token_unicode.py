@@ -1,11 +1,14 @@
 """count_tokens over all of Unicode: no script, emoji or whitespace run is free or low."""
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from langchain_contextkit import _token_count as counting
-from langchain_contextkit import count_each, count_tokens, tiktoken_counter
+from langchain_contextkit import (
+    _token_count as counting,
+    count_each,
+    count_tokens,
+    tiktoken_counter,
+)
 
 _ALPHABET = st.sampled_from(
     [

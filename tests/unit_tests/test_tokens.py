@@ -5,22 +5,21 @@ from pathlib import Path
 
 import pytest
 import tiktoken
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_contextkit import (
     ConfigError,
     TiktokenCounter,
     TokenizerUnavailableError,
+    _token_count as counting,
     count_each,
     count_message_tokens,
     count_tokens,
     count_tool_tokens,
     tiktoken_counter,
+    tokens as tokens_module,
 )
-from langchain_contextkit import _token_count as counting
-from langchain_contextkit import tokens as tokens_module
 
 # Text that mixes every class the model knows, for the property tests.
 _ALPHABET = st.sampled_from(

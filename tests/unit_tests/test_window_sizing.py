@@ -11,8 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import (
     AIMessage,
@@ -27,7 +26,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_contextkit import (
     CallableSource,
+    CompactionConfig,
     CompactionMiddleware,
+    ContextKitConfig,
     ContextKitMiddleware,
     HistoryCompactor,
     RetrievalResult,
@@ -147,6 +148,7 @@ def test_a_small_window_compacts_rarely_and_each_compaction_frees_many_turns() -
 
 def test_the_default_trigger_is_the_seeds_and_an_explicit_one_wins() -> None:
     assert HistoryCompactor().trigger_tokens == 2000
+    assert HistoryCompactor().config.trigger_tokens is None
     assert HistoryCompactor().sized_by_window
     assert not HistoryCompactor(trigger_tokens=2000).sized_by_window
     assert DEFAULT_TRIGGER_TOKENS == 2000
@@ -165,6 +167,31 @@ def test_the_default_trigger_is_the_seeds_and_an_explicit_one_wins() -> None:
         compactor=HistoryCompactor(trigger_tokens=600, keep_recent=2),
     )
     assert any(entry["compacted"] for entry in ledgers)
+
+
+@pytest.mark.parametrize("route", ["yaml", "from_config"])
+def test_a_default_config_survives_a_round_trip_and_stays_sized_by_the_window(route: str) -> None:
+    if route == "yaml":
+        text = ContextKitConfig().to_yaml()
+        assert "trigger_tokens: null" in text
+        config = ContextKitConfig.from_yaml(text).compaction
+    else:
+        config = CompactionConfig.from_dict(CompactionConfig().to_dict())
+    assert config == CompactionConfig()
+    compactor = HistoryCompactor.from_config(None, config)
+    assert compactor.sized_by_window
+    # Standalone, the round-tripped default still triggers at the seed's 2000.
+    history: list[BaseMessage] = []
+    for turn in range(40):
+        history += [HumanMessage(turn_text(turn) * 3), AIMessage(f"Noted {turn}.")]
+    compacted = compactor.compact(history)
+    assert compacted == HistoryCompactor(trigger_tokens=2000).compact(history)
+    assert len(compacted) < len(history)
+    # In a 128k window, 60 short turns fit: the agent never compacts.
+    model, _, ledgers = run_agent(128_000, 60, stateless=False, compactor=compactor)
+    assert len(ledgers) == 120
+    assert not any(entry["compacted"] for entry in ledgers)
+    assert summary_requests(model) == []
 
 
 def test_summaries_extractive_makes_no_llm_calls_of_its_own() -> None:

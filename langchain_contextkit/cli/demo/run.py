@@ -20,8 +20,7 @@ The workspace (the copied project and the notes) is a temporary folder removed a
 end, unless `--keep` is given or `--workspace` names a folder of the user's. Bad
 arguments exit with status 2, a setup or a model call that fails with 1.
 
-Over 500 lines on purpose: The demo's run and its progress printer, one flow read top to
-bottom.
+The demo's run and its progress printer are one flow, read top to bottom.
 """
 
 from __future__ import annotations

@@ -16,8 +16,7 @@ Output is read as it comes and kept as a head and a tail (see `CappedText`); a c
 that keeps writing is stopped after `MAX_DRAIN_BYTES`, so `cat` of a 2 GB file returns
 promptly.
 
-Over 500 lines on purpose: The sandboxed executor: process setup, pipes, limits and output
-capture, one call path.
+Process setup, pipes, limits and output capture are one call path, kept together.
 """
 
 # String paths throughout, as os.path.realpath returns them:

@@ -43,8 +43,8 @@ with tempfile.TemporaryDirectory() as tmp:
 The tool targets Linux with the GNU tools (coreutils, findutils, grep); bubblewrap is
 the Debian package `bubblewrap`.
 
-Over 500 lines on purpose: One tool class and its run loop; the lexer, policy and executor
-are in this package's other modules.
+One tool class and its run loop; the lexer, policy and executor are in this package's
+other modules.
 """
 
 # String paths throughout, as os.path.realpath returns them:
