@@ -32,8 +32,6 @@ tokens, >= 95% of the facts with the ``faithful`` summariser. Exits 1 on a FAIL.
 from __future__ import annotations
 
 import argparse
-import gettext
-import gzip
 import re
 import sys
 from pathlib import Path
@@ -44,7 +42,10 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_real_tokens import man_text, piece  # the same text, read the same way
 
 from langchain_contextkit import ContextKitMiddleware
 from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall
@@ -65,35 +66,7 @@ BEHAVIOURS = (
     "tool_call",
 )
 FACT_TARGET = 0.95
-MAN = Path("/usr/share/man")
-LOCALE = Path("/usr/share/locale")
 _FACT = re.compile(r"locker L(\d+) (?:opens with|code) (\d{6})")
-
-
-def language_text(language: str) -> str:
-    """~200k characters of the language's own text, read from this machine."""
-    text = ""
-    for page in sorted((MAN / language).glob("man1/*.gz"))[:40]:
-        text += gzip.decompress(page.read_bytes()).decode("utf-8", "replace")
-        if len(text) > 200_000:
-            return text
-    for catalogue in sorted((LOCALE / language / "LC_MESSAGES").glob("*.mo")):
-        try:
-            with catalogue.open("rb") as handle:
-                messages = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined] # noqa: SLF001 - no public API for all entries
-        except (OSError, UnicodeDecodeError):
-            continue
-        text += "\n".join(
-            v for k, v in sorted(messages.items(), key=str) if k and isinstance(v, str)
-        )
-        if len(text) > 200_000:
-            break
-    return text
-
-
-def piece(text: str, index: int, chars: int) -> str:
-    start = (index * 7919 * chars) % max(1, len(text) - chars)
-    return text[start : start + chars]
 
 
 def code(turn: int) -> str:
@@ -161,7 +134,7 @@ def summariser(behaviour: str) -> Any:
 
 
 def run(language: str, behaviour: str, *, window: int, turns: int) -> dict[str, Any]:
-    text = language_text(language)
+    text = man_text(language)
 
     @tool
     def read_manual(page: int) -> str:
