@@ -59,6 +59,9 @@ _ROUNDS = 6
 _STORED_MEMO = 256
 """Keys a cutter remembers having saved (a result is written once per process)."""
 
+_COUNTED_MEMO = 4_096
+"""Tool results whose tokens a cutter remembers (each history result is checked per call)."""
+
 
 @dataclass(frozen=True, slots=True)
 class CutTurn:
@@ -97,6 +100,7 @@ class ResultCutter:
         self.store = store
         self._lock = threading.Lock()
         self._stored: OrderedDict[str, None] = OrderedDict()
+        self._tokens: OrderedDict[str, int] = OrderedDict()
         self._views: OrderedDict[tuple[int, int, int], tuple[BaseMessage, BaseMessage, int]] = (
             OrderedDict()
         )
@@ -145,7 +149,7 @@ class ResultCutter:
             text = message.content
             if len(text) <= threshold // 8:  # no counter gives 8+ tokens a character
                 continue
-            tokens = self.counter(text)
+            tokens = self._count(text)
             if tokens <= threshold:
                 continue
             memo = (id(message), len(text), size)
@@ -165,6 +169,17 @@ class ResultCutter:
             cut += 1
             left_out += max(0, known[2])
         return CutTurn(view, 0, cut, left_out)
+
+    def _count(self, text: str) -> int:
+        """`text`'s tokens, remembered: the history's results are read again every call."""
+        known = self._tokens.get(text)
+        if known is None:
+            known = self.counter(text)
+            with self._lock:
+                self._tokens[text] = known
+                while len(self._tokens) > _COUNTED_MEMO:
+                    self._tokens.popitem(last=False)
+        return known
 
     # -- planning --------------------------------------------------------------------------
 
