@@ -1,6 +1,6 @@
 """A JSON-over-HTTP server on 127.0.0.1 for the provider stand-ins (one route, POST only).
 
-The stand-ins (`AnthropicStub`) hold the provider's rules; this holds the socket: a
+The stand-ins (`OpenAIStub`, `AnthropicStub`) hold the provider's rules; this holds the socket: a
 threaded server whose handler decodes the body, passes it to the owner's `handle`, and
 writes the JSON answer back with HTTP/1.1 keep-alive, as the provider SDKs expect.
 """

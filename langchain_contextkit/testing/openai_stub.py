@@ -69,8 +69,8 @@ Example:
     # 400 context_length_exceeded [200, 400, 400]
     ```
 
-One HTTP server and the OpenAI rules it enforces are kept together, so the stub stays
-self-contained.
+The OpenAI rules are kept together here; the socket is `testing/_http_stub.JsonRoute`,
+which `AnthropicStub` serves from too.
 """
 
 from __future__ import annotations
@@ -83,13 +83,13 @@ import threading
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import tiktoken
 from typing_extensions import Self
 
 from langchain_contextkit.errors import TokenizerUnavailableError
+from langchain_contextkit.testing._http_stub import JsonRoute
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -125,7 +125,7 @@ _NAME_MARK = (1 << 20) + 3
 _REPLY_PRIMING = 3
 _CHAT_PATH = "/v1/chat/completions"
 # Plain ints, not http.HTTPStatus: records print as numbers on every Python version.
-_OK, _BAD_REQUEST, _NOT_FOUND, _SERVER_ERROR = 200, 400, 404, 500
+_OK, _BAD_REQUEST, _SERVER_ERROR = 200, 400, 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,8 +354,7 @@ class OpenAIStub:
         self._ids = itertools.count(1)
         # One request at a time: the cache and the records depend on the arrival order.
         self._lock = threading.Lock()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._route: JsonRoute | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -366,11 +365,10 @@ class OpenAIStub:
         Raises:
             RuntimeError: When the stub is not started.
         """
-        if self._server is None:
+        if self._route is None:
             msg = "The stub is not started."
             raise RuntimeError(msg)
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"{self._route.origin}/v1"
 
     def chat_model(
         self, *, max_tokens: int, window: int | None = None, model: str = "gpt-4o-mini"
@@ -408,22 +406,14 @@ class OpenAIStub:
 
     def start(self) -> Self:
         """Listen on a free port of 127.0.0.1, serving from a daemon thread."""
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="openai-stub", daemon=True
-        )
-        self._thread.start()
+        self._route = JsonRoute(_CHAT_PATH, self.handle, bad_json=_bad_json, name="openai-stub")
         return self
 
     def close(self) -> None:
         """Stop serving and release the port."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        if self._route is not None:
+            self._route.close()
+            self._route = None
 
     def __enter__(self) -> Self:
         """Start; see `start`."""
@@ -618,46 +608,6 @@ def _arguments(call: ToolCall) -> str:
     return json.dumps(call.args, ensure_ascii=False, separators=(",", ":"))
 
 
-class _Server(ThreadingHTTPServer):
-    """One thread per connection; the stub's lock puts the requests in order."""
-
-    daemon_threads = True
-
-    def __init__(self, owner: OpenAIStub) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)  # port 0: any free port
-        self.owner = owner
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """HTTP/1.1 with keep-alive, as the OpenAI SDK's connection pool expects."""
-
-    protocol_version = "HTTP/1.1"
-    # Headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm holds
-    # the body until the client's delayed ACK (~40 ms on Linux), on every request.
-    disable_nagle_algorithm = True
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        if self.path.split("?")[0].rstrip("/") != _CHAT_PATH:
-            self._send(_NOT_FOUND, {"error": {"message": f"No route {self.path}"}})
-            return
-        try:
-            body = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            error = _RequestRejectedError(f"Invalid JSON body: {exc}", param=None, code=None)
-            self._send(_BAD_REQUEST, error.body())
-            return
-        status, payload = cast("_Server", self.server).owner.handle(body)
-        self._send(status, payload)
-
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002, ANN401 - base API
-        """Keep quiet: the records say what happened."""
+def _bad_json(message: str) -> dict[str, Any]:
+    """OpenAI's error body for a request that is not JSON."""
+    return _RequestRejectedError(message, param=None, code=None).body()
