@@ -227,8 +227,10 @@ class WindowAssembler:
         self.offloader = _offloader_for(offload, self.counter)
         self._block_free = _BlockFree()
         self._lock = threading.Lock()
-        self._store_offloaders: dict[int, tuple[OffloadStore, ToolResultOffloader]] = {}
-        self._cutters: dict[int, ResultCutter] = {}
+        # The cutter saves to the configured store; a call's own store gets its pair.
+        configured = None if self.offloader is None else self.offloader.config.store
+        self._own_cutter = ResultCutter(self.counter, configured)
+        self._per_store: dict[int, tuple[OffloadStore, ToolResultOffloader, ResultCutter]] = {}
         self.builder = (
             ContextBuilder(
                 context_config or _config_for(self.sources),
@@ -291,34 +293,36 @@ class WindowAssembler:
     ) -> WindowAssembly:
         """Lay out one model call (sync). See `aassemble`."""
         start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
-        offloader = self._offloader_with(store)
+        offloader, cutter = self._store_tools(store)
         if offloader is not None:
             start.offload = offloader.offload(start.view, room=start.room, tools=tools)
             start.view = start.offload.messages
-        cutter = self._cutter(store)
         history, turn = self._split(start, cutter)
         report = self._block(turn, start.budget)
         fit = self._fit_as_is(history, summary, turn, start, report)
         lent = fit is None
         if fit is None:
             fit = run_sync(self._fit(history, summary, turn, start, report, _sync_cut(cutter)))
-        for attempt in (1, 2):
-            try:
-                compaction = self.compactor.compact_view(
-                    history,
-                    summary=summary,
-                    summarize_view=summarize_view,
-                    reuse_recaps=reuse_recaps,
-                    **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
-                )
-                break
-            except ContextWindowExceeded:
-                if not lent or attempt == 2:  # noqa: PLR2004 - the second try
-                    raise
-                # The history needed more than it was left: give it its full recap share.
-                fit = run_sync(
-                    self._fit(history, summary, turn, start, report, _sync_cut(cutter), lend=False)
-                )
+
+        def compact(fit: _Fit) -> CompactionResult:
+            return self.compactor.compact_view(
+                history,
+                summary=summary,
+                summarize_view=summarize_view,
+                reuse_recaps=reuse_recaps,
+                **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
+            )
+
+        try:
+            compaction = compact(fit)
+        except ContextWindowExceeded:
+            if not lent:
+                raise
+            # The history needed more than the turn left it: give it its full recap share.
+            fit = run_sync(
+                self._fit(history, summary, turn, start, report, _sync_cut(cutter), lend=False)
+            )
+            compaction = compact(fit)
         return self._done(compaction, fit, start, call=call, anchor=anchor)
 
     async def aassemble(
@@ -378,33 +382,33 @@ class WindowAssembler:
                 window; the message names each part and its size.
         """
         start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
-        offloader = self._offloader_with(store)
+        offloader, cutter = self._store_tools(store)
         if offloader is not None:
             start.offload = await offloader.aoffload(start.view, room=start.room, tools=tools)
             start.view = start.offload.messages
-        cutter = self._cutter(store)
         history, turn = self._split(start, cutter)
         report = await self._ablock(turn, start.budget)
         fit = self._fit_as_is(history, summary, turn, start, report)
         lent = fit is None
         if fit is None:
             fit = await self._fit(history, summary, turn, start, report, cutter.acut)
-        for attempt in (1, 2):
-            try:
-                compaction = await self.compactor.acompact_view(
-                    history,
-                    summary=summary,
-                    asummarize_view=asummarize_view,
-                    reuse_recaps=reuse_recaps,
-                    **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
-                )
-                break
-            except ContextWindowExceeded:
-                if not lent or attempt == 2:  # noqa: PLR2004 - the second try
-                    raise
-                fit = await self._fit(
-                    history, summary, turn, start, report, cutter.acut, lend=False
-                )
+
+        async def compact(fit: _Fit) -> CompactionResult:
+            return await self.compactor.acompact_view(
+                history,
+                summary=summary,
+                asummarize_view=asummarize_view,
+                reuse_recaps=reuse_recaps,
+                **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
+            )
+
+        try:
+            compaction = await compact(fit)
+        except ContextWindowExceeded:
+            if not lent:
+                raise
+            fit = await self._fit(history, summary, turn, start, report, cutter.acut, lend=False)
+            compaction = await compact(fit)
         return self._done(compaction, fit, start, call=call, anchor=anchor)
 
     def _start(  # noqa: PLR0917 - assemble's own arguments, passed through
@@ -458,36 +462,28 @@ class WindowAssembler:
             history = capped.messages
         return history, turn
 
-    def _offloader_with(self, store: OffloadStore | None) -> ToolResultOffloader | None:
-        """The configured offloader, else one over the call's store (large results only)."""
-        if self.offloader is not None or store is None:
-            return self.offloader
-        with self._lock:
-            known = self._store_offloaders.get(id(store))
-            if known is None or known[0] is not store:
-                offloader = ToolResultOffloader(
-                    OffloadConfig(
-                        store=store, min_tokens=STORE_OFFLOAD_MIN_TOKENS, require_reader=False
-                    ),
-                    token_counter=self.counter,
-                )
-                known = (store, offloader)
-                self._store_offloaders[id(store)] = known
-                while len(self._store_offloaders) > _STORES_KEPT:
-                    self._store_offloaders.pop(next(iter(self._store_offloaders)))
-            return known[1]
+    def _store_tools(
+        self, store: OffloadStore | None
+    ) -> tuple[ToolResultOffloader | None, ResultCutter]:
+        """The offloader and the result cutter of a call.
 
-    def _cutter(self, store: OffloadStore | None) -> ResultCutter:
-        """The result cutter, saving to the offload store (configured or the call's)."""
-        target = self.offloader.config.store if self.offloader is not None else store
+        The configured ones when `offload=` was given (or the call brings no store);
+        else a pair over the call's store (large results only), kept per store.
+        """
+        if self.offloader is not None or store is None:
+            return self.offloader, self._own_cutter
         with self._lock:
-            cutter = self._cutters.get(id(target))
-            if cutter is None or cutter.store is not target:
-                cutter = ResultCutter(self.counter, target)
-                self._cutters[id(target)] = cutter
-                while len(self._cutters) > _STORES_KEPT:
-                    self._cutters.pop(next(iter(self._cutters)))
-            return cutter
+            known = self._per_store.get(id(store))
+            if known is None or known[0] is not store:
+                config = OffloadConfig(
+                    store=store, min_tokens=STORE_OFFLOAD_MIN_TOKENS, require_reader=False
+                )
+                offloader = ToolResultOffloader(config, token_counter=self.counter)
+                known = (store, offloader, ResultCutter(self.counter, store))
+                self._per_store[id(store)] = known
+                while len(self._per_store) > _STORES_KEPT:
+                    self._per_store.pop(next(iter(self._per_store)))
+            return known[1], known[2]
 
     def _done(
         self,
