@@ -53,8 +53,9 @@ __all__ = ["CutTurn", "ResultCutter"]
 
 logger = logging.getLogger(__name__)
 
-_ROUNDS = 6
-"""Times the common size is lowered when the rendered previews still run over."""
+_ROUNDS = 16
+"""Times the common size is lowered when the rendered previews still run over (each
+step is the excess, or twice the step before when that was not enough)."""
 
 _STORED_MEMO = 256
 """Keys a cutter remembers having saved (a result is written once per process)."""
@@ -109,30 +110,29 @@ class ResultCutter:
         """`turn` within `target` tokens, or None when even one-line markers do not fit.
 
         A `target` of None cuts every result to its marker line (None only when the turn
-        has no tool result to cut).
+        has no tool result to cut). Only the results actually cut are saved to the store.
         """
         plan = self._plan(turn, target)
-        if plan is None or not plan[1]:
-            return plan[0] if plan else None
-        _, cuts = plan
-        saved = {
-            key
-            for key, text in {(c.key, c.text) for c in cuts}
-            if key is not None and self._save(key, text)
-        }
-        return self._fit(turn, target, cuts, saved)
+        if not isinstance(plan, _Cuts):
+            return plan
+        fit = self._fit(plan, self._assumed(plan))
+        if fit is None or self.store is None:
+            return None if fit is None else fit[0]
+        cut = {r.key: r.text for r in fit[1] if r.key is not None}
+        saved = {key for key, text in cut.items() if self._save(key, text)}
+        return self._settled(plan, fit, saved)
 
     async def acut(self, turn: Sequence[BaseMessage], target: int | None) -> CutTurn | None:
         """Async `cut` (the store's `asave`)."""
         plan = self._plan(turn, target)
-        if plan is None or not plan[1]:
-            return plan[0] if plan else None
-        _, cuts = plan
-        saved = set()
-        for key, text in {(c.key, c.text) for c in cuts}:
-            if key is not None and await self._asave(key, text):
-                saved.add(key)
-        return self._fit(turn, target, cuts, saved)
+        if not isinstance(plan, _Cuts):
+            return plan
+        fit = self._fit(plan, self._assumed(plan))
+        if fit is None or self.store is None:
+            return None if fit is None else fit[0]
+        cut = {r.key: r.text for r in fit[1] if r.key is not None}
+        saved = {key for key, text in cut.items() if await self._asave(key, text)}
+        return self._settled(plan, fit, saved)
 
     def cap(self, messages: Sequence[BaseMessage], *, threshold: int, size: int) -> CutTurn:
         """Every tool result over `threshold` tokens shown as a `size`-token preview.
@@ -183,60 +183,73 @@ class ResultCutter:
 
     # -- planning --------------------------------------------------------------------------
 
-    def _plan(
-        self, turn: Sequence[BaseMessage], target: int | None
-    ) -> tuple[CutTurn | None, list[_Result]] | None:
-        """(the turn as is, []) when it fits; (None, the results) to cut; None if hopeless."""
-        costs = [self._cost(message) for message in turn]
-        total = sum(costs)
+    def _plan(self, turn: Sequence[BaseMessage], target: int | None) -> CutTurn | _Cuts | None:
+        """The turn as is when it fits, the results to cut when not, None when none can be."""
+        total = sum(self._cost(message) for message in turn)
         if target is not None and total <= target:
-            return CutTurn(list(turn), total), []
+            return CutTurn(list(turn), total)
         results = [
-            _Result(index, message.content, self.counter(message.content), _key(message))
+            _Result(index, message.content, self._count(message.content), _key(message))
             for index, message in enumerate(turn)
             if isinstance(message, ToolMessage)
             and isinstance(message.content, str)
             and message.content
         ]
-        if not results:
-            return None
-        return None, results
+        return _Cuts(list(turn), target, total, results) if results else None
 
-    def _fit(
-        self,
-        turn: Sequence[BaseMessage],
-        target: int | None,
-        cuts: list[_Result],
-        saved: set[str],
+    def _assumed(self, plan: _Cuts) -> set[str]:
+        """The keys whose markers are drawn as pointers before any save is made."""
+        if self.store is None:
+            return set()
+        return {r.key for r in plan.results if r.key is not None}
+
+    def _settled(
+        self, plan: _Cuts, fit: tuple[CutTurn, list[_Result]], saved: set[str]
     ) -> CutTurn | None:
-        """Lower one common size until the turn with its previews fits `target`."""
-        if target is None:  # every result to its marker line, whatever that comes to
+        """The fit drawn with pointers, or drawn again without those whose save failed."""
+        if all(r.key is None or r.key in saved for r in fit[1]):
+            return fit[0]
+        again = self._fit(plan, saved)
+        return None if again is None else again[0]
+
+    def _fit(self, plan: _Cuts, saved: set[str]) -> tuple[CutTurn, list[_Result]] | None:
+        """Lower one common size until the turn with its previews fits; and what was cut.
+
+        A result whose key is in `saved` is drawn with a pointer to the store.
+        """
+        turn, cuts = plan.turn, plan.results
+        if plan.target is None:  # every result to its marker line, whatever that comes to
             size, target = -1, sys.maxsize
         else:
-            over = sum(self._cost(message) for message in turn) - target
-            size = _common_size(sorted((c.tokens for c in cuts), reverse=True), over)
+            target = plan.target
+            size = _common_size(sorted((c.tokens for c in cuts), reverse=True), plan.total - target)
+        step = 0
         for _ in range(_ROUNDS):
             view = list(turn)
-            cut = left_out = 0
+            cut: list[_Result] = []
+            left_out = 0
             for result in cuts:
                 if result.tokens <= size:
                     continue  # small enough: shown whole
                 shown = self._preview(result, max(0, size), stored=result.key in saved)
                 view[result.index] = turn[result.index].model_copy(update={"content": shown})
-                cut += 1
+                cut.append(result)
                 left_out += max(0, result.tokens - self.counter(shown))
             tokens = sum(self._cost(message) for message in view)
             if tokens <= target:
-                stored = sum(1 for c in cuts if c.tokens > size and c.key in saved)
+                stored = sum(1 for c in cut if c.key in saved)
                 logger.info(
                     "%d tool result(s) cut to head + tail so the turn fits (%d tokens left out)",
-                    cut,
+                    len(cut),
                     left_out,
                 )
-                return CutTurn(view, tokens, cut, left_out, stored)
+                return CutTurn(view, tokens, len(cut), left_out, stored), cut
             if size <= 0:
                 return None
-            size = max(0, size - (tokens - target))
+            # Previews shrink by whole lines: a step smaller than a line may change
+            # nothing, so a step that did not suffice is doubled.
+            step = max(tokens - target, 2 * step)
+            size = max(0, size - step)
         return None
 
     def _preview(self, result: _Result, budget: int, *, stored: bool) -> str:
@@ -293,6 +306,16 @@ class ResultCutter:
             self._stored.move_to_end(key)
             while len(self._stored) > _STORED_MEMO:
                 self._stored.popitem(last=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cuts:
+    """A turn over its target, and the tool results that may be cut."""
+
+    turn: list[BaseMessage]
+    target: int | None
+    total: int
+    results: list[_Result]
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,6 +107,19 @@ def _stored_key(message: BaseMessage) -> str:
     return key.split("_8000c_p")[0]
 
 
+def test_cutter_saves_only_what_it_cuts() -> None:
+    notes = StoreNoteStore(InMemoryStore(), namespace=("t",), max_notes=None)
+    small, big = _log(5, "small"), _log(600, "big")
+    fit = ResultCutter(count_tokens, NoteOffloadStore(notes)).cut(_turn([small, big]), 700)
+    assert fit is not None
+    assert fit.cut == 1
+    assert fit.stored == 1
+    assert fit.messages[2].content == small
+    saved = [notes.get(info.id).content for info in notes.list_notes()]
+    assert saved
+    assert all(content in big for content in saved)  # the small one was never written
+
+
 def test_cutter_markers_only_and_hopeless_turns() -> None:
     turn = _turn([_log(200, "a"), _log(200, "b")])
     markers = ResultCutter().cut(turn, None)
