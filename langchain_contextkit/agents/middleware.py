@@ -593,7 +593,9 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         # For callers that keep no thread: the calibration learnt by this process (a
         # thread's own is in its state, see `_calibration_for`).
         self._calibration = Calibration()
-        self._stores: dict[int, tuple[object, NoteOffloadStore]] = {}
+        # The agent's store as an offload store, made once: the assembler keeps its
+        # offloader and cutter per offload store, so the wrapper must stay the same object.
+        self._offload_store: tuple[BaseStore, NoteOffloadStore] | None = None
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -732,11 +734,10 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         store = getattr(getattr(request, "runtime", None), "store", None)
         if not isinstance(store, BaseStore):
             return None
-        known = self._stores.get(id(store))
+        known = self._offload_store
         if known is None or known[0] is not store:
             notes = StoreNoteStore(store, namespace=OFFLOAD_NAMESPACE, max_notes=None)
-            known = (store, NoteOffloadStore(notes))
-            self._stores = {**dict(list(self._stores.items())[-7:]), id(store): known}
+            known = self._offload_store = (store, NoteOffloadStore(notes))
         return known[1]
 
     def _gated(self, call: _Call, assembly: WindowAssembly) -> WindowAssembly:
