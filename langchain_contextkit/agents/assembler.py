@@ -250,11 +250,19 @@ class WindowAssembler:
         model: object = None,
         system_message: SystemMessage | None = None,
         tools: Sequence[Any] = (),
+        fallback_window: int | None = None,
     ) -> WindowBudget:
         """The call's window ledger.
 
+        Args:
+            model: The model called: its profile gives the window unless `window` was set.
+            system_message: The request's system message (measured).
+            tools: The tools bound for the call (their schemas measured).
+            fallback_window: The window when neither `window` nor the profile states one.
+
         Raises:
-            ConfigError: When neither `window` nor the model's profile gives the window.
+            ConfigError: When neither `window`, the model's profile nor `fallback_window`
+                gives the window.
         """
         system, tool_tokens = count_fixed_tokens(system_message, tools, self.counter)
         budget = WindowBudget.for_run(
@@ -263,6 +271,7 @@ class WindowAssembler:
             cfg=self.budget_config,
             system_tokens=system,
             tool_tokens=tool_tokens,
+            fallback_window=fallback_window,
         )
         if budget is None:
             msg = (

@@ -687,22 +687,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
 
         `fallback_window` stands in where that profile states no window.
         """
-        assembler = self.assembler
-        if assembler.window is None and model_limits(request.model)[0] is None:
-            system, tools = count_fixed_tokens(
-                request.system_message, request.tools, assembler.counter
-            )
-            budget = WindowBudget.for_run(
-                llm=request.model,
-                cfg=assembler.budget_config,
-                system_tokens=system,
-                tool_tokens=tools,
-                fallback_window=self.fallback_window,
-            )
-            if budget is not None:
-                return budget
-        return assembler.budget_for(
-            model=request.model, system_message=request.system_message, tools=request.tools
+        return self.assembler.budget_for(
+            model=request.model,
+            system_message=request.system_message,
+            tools=request.tools,
+            fallback_window=self.fallback_window,
         )
 
     def _prepare(self, request: ModelRequest[Any]) -> _Call:
