@@ -11,6 +11,7 @@ measured 21-29 of 30 facts at 4k against extractive's 30 before the floor was ca
 from __future__ import annotations
 
 import gettext
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ def _catalogue_text(language: str) -> str:
         try:
             with path.open("rb") as handle:
                 catalogue = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
-        except (OSError, UnicodeDecodeError):
+        except (OSError, UnicodeDecodeError, struct.error):  # a malformed catalogue
             continue
         text += "\n".join(
             v for k, v in sorted(catalogue.items(), key=str) if k and isinstance(v, str)
