@@ -40,6 +40,7 @@ from langchain_contextkit._message_rules import (
 )
 from langchain_contextkit.errors import ContextWindowExceeded, InvalidMessagesError
 from langchain_contextkit.tokens import (
+    REPLY_PRIMING,
     TokenCounter,
     count_tokens,
     message_token_costs,
@@ -79,7 +80,6 @@ ProblemCode = Literal[
     "first_not_human",
 ]
 
-_REPLY_PRIMING = 3  # what count_message_tokens adds once per request
 _logger = logging.getLogger(__name__)
 
 
@@ -543,14 +543,14 @@ def trim_to_budget(
     """
     system, rest = split_system(messages)
     # Reply priming is charged once per non-empty list, and an empty list costs nothing.
-    system_cost = sum(message_costs(system, counter)) + _REPLY_PRIMING if system else 0
+    system_cost = sum(message_costs(system, counter)) + REPLY_PRIMING if system else 0
     if system_cost > max_tokens:
         msg = (
             f"the system messages alone take {system_cost} tokens, more than the budget "
             f"of {max_tokens}"
         )
         raise ContextWindowExceeded(msg, required=system_cost, budget=max_tokens)
-    room = max_tokens - system_cost - (0 if system else _REPLY_PRIMING)
+    room = max_tokens - system_cost - (0 if system else REPLY_PRIMING)
     start = tail_start(rest, room, counter=counter) if room >= 0 else len(rest)
     if require_human_first:
         start = next_human_start(rest, start)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_IMAGE_TOKENS",
+    "REPLY_PRIMING",
     "TiktokenCounter",
     "TokenCounter",
     "count_each",
@@ -62,7 +63,8 @@ DEFAULT_IMAGE_TOKENS = 85
 # token, and every reply is primed with <|start|>assistant<|message|> (3 tokens).
 _TOKENS_PER_MESSAGE = 3
 _TOKENS_PER_NAME = 1
-_REPLY_PRIMING = 3
+REPLY_PRIMING = 3
+"""Tokens every request adds once to prime the reply (`count_message_tokens` counts them)."""
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
@@ -342,7 +344,7 @@ def count_message_tokens(
     if not messages:
         return 0
     total = sum(message_token_costs(messages, counter, image_tokens))
-    return total + (_REPLY_PRIMING if reply_priming else 0)
+    return total + (REPLY_PRIMING if reply_priming else 0)
 
 
 def count_tool_tokens(tools: Sequence[Any], counter: TokenCounter = count_tokens) -> int:

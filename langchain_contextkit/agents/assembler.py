@@ -47,13 +47,13 @@ from langchain_contextkit.agents.turn_fit import CutTurn, ResultCutter
 from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.compaction.compactor import (
-    RECAP_ID_PREFIX,
     AViewSummarize,
     CompactionResult,
     HistoryCompactor,
     RunningSummary,
     ViewSummarize,
 )
+from langchain_contextkit.compaction.recap import is_recap
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import (
     CleanScan,
@@ -67,6 +67,7 @@ from langchain_contextkit.messages import (
 from langchain_contextkit.reducers.agent import reduce_agent
 from langchain_contextkit.sources.notes import NoteSource
 from langchain_contextkit.tokens import (
+    REPLY_PRIMING,
     TokenCounter,
     count_fixed_tokens,
     count_message_tokens,
@@ -98,7 +99,6 @@ RETRIEVAL_ID = "contextkit-retrieval"
 """Id of the retrieval-block message, so it is recognised (and never stored as history)."""
 _ID = operator.attrgetter("id")
 
-_REPLY_PRIMING = 3
 
 OUTPUT_RESERVE_FLOOR = 256
 """The output reserve shrinks to this (or stays below it if it was) before a request is
@@ -587,7 +587,7 @@ class WindowAssembler:
     def _turn_room(self, budget: WindowBudget, block: HumanMessage | None) -> int:
         """What the current turn may take: the ceiling minus the fixed parts and block."""
         block_tokens = _message_tokens([block], self.counter)
-        return budget.window - budget.output_reserve - budget.fixed - block_tokens - _REPLY_PRIMING
+        return budget.window - budget.output_reserve - budget.fixed - block_tokens - REPLY_PRIMING
 
     def _recap_room(self, room: int) -> int:
         """Room kept for the history's recap: a full one, but at most a quarter of `room`."""
@@ -719,7 +719,7 @@ class WindowAssembler:
             try:
                 return await reduce_agent(
                     turn,
-                    target + _REPLY_PRIMING,
+                    target + REPLY_PRIMING,
                     counter=self.counter,
                     keep_recent_steps=steps,
                     prompts=self.compactor.prompts,
@@ -740,7 +740,7 @@ class WindowAssembler:
         question = _message_tokens(turn[:1], self.counter)
         rest = _message_tokens(turn[1:], self.counter)
         ceiling = budget.window - budget.output_reserve
-        fixed = budget.fixed + question + _REPLY_PRIMING
+        fixed = budget.fixed + question + REPLY_PRIMING
         msg = (
             f"nothing can be sent: the system prompt ({budget.system_tokens} tokens), the "
             f"tool schemas ({budget.tool_tokens}) and the user's last message ({question}) "
@@ -775,9 +775,9 @@ class WindowAssembler:
         placement: SystemPlacement = "leading",
     ) -> WindowAssembly:
         system, rest = split_system(compaction.messages)
-        stable = [m for m in system if not _is_recap(m)]
-        recap = [m for m in system if _is_recap(m)]
-        if rest and _is_recap(rest[0]):  # a recap in a human message (require_human_first)
+        stable = [m for m in system if not is_recap(m)]
+        recap = [m for m in system if is_recap(m)]
+        if rest and is_recap(rest[0]):  # a recap in a human message (require_human_first)
             recap, rest = [rest[0]], rest[1:]
         # Cache-first: stable system messages, the summary and older turns (byte-stable
         # between compactions), then the dynamic tail: the block, the current turn last.
@@ -800,7 +800,7 @@ class WindowAssembler:
                     messages, counter
                 )
                 messages = sent
-        turn_tokens = _message_tokens(turn, counter) + (_REPLY_PRIMING if messages else 0)
+        turn_tokens = _message_tokens(turn, counter) + (REPLY_PRIMING if messages else 0)
         ceiling = budget.window - budget.output_reserve
         prompt = budget.fixed + summary_tokens + block_tokens + history_tokens + turn_tokens
         if prompt > ceiling:
@@ -982,10 +982,6 @@ def _block_message(report: ContextReport | None) -> HumanMessage | None:
     if report is None or not report.text.strip():
         return None
     return HumanMessage(report.text, id=RETRIEVAL_ID)
-
-
-def _is_recap(message: BaseMessage) -> bool:
-    return isinstance(message.id, str) and message.id.startswith(RECAP_ID_PREFIX)
 
 
 @dataclass(slots=True)

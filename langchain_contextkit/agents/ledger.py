@@ -11,12 +11,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from langchain_contextkit.calibration import growth_rate
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from langchain_contextkit.calibration import Usage
+    from langchain_contextkit.calibration import Calibration, Usage
 
-__all__ = ["LEGEND", "Anchor", "CallLedger", "next_call_number", "with_ledger"]
+__all__ = ["LEGEND", "Anchor", "CallLedger", "anchor_from", "next_call_number", "with_ledger"]
 
 
 _BAR_PARTS = (  # in the request's own order: the cache-first layout
@@ -180,3 +182,19 @@ def with_ledger(ledgers: Sequence[Any], ledger: CallLedger, size: int) -> list[A
 LEGEND = (
     "S system  T tools  R summary  H history  K retrieval  Q current turn  . free  O output reserve"
 )
+
+
+def anchor_from(ledgers: Sequence[Any], calibration: Calibration) -> Anchor | None:
+    """The previous call's estimate and report, when state has both, and recent growth.
+
+    The growth is the measured rate of recent additions, else the calibration's ratio
+    (what a new estimated token costs on the fitted line, the overhead left out).
+    """
+    last = ledgers[-1] if ledgers else None
+    if not isinstance(last, dict):
+        return None
+    estimated, reported = last.get("estimated"), last.get("reported")
+    if isinstance(estimated, int) and isinstance(reported, int) and estimated > 0:
+        growth = growth_rate(ledgers)
+        return Anchor(estimated, reported, calibration.ratio if growth is None else growth)
+    return None

@@ -29,7 +29,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import (
+    BaseCallbackHandler,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
 
 from langchain_contextkit.errors import ConfigError, LedgerLogError
 
@@ -42,6 +46,8 @@ __all__ = [
     "LEDGER_EVENT",
     "LedgerCallbackHandler",
     "LedgerWriter",
+    "adispatch_ledger_line",
+    "dispatch_ledger_line",
     "ledger_record",
     "read_ledger_log",
 ]
@@ -280,3 +286,27 @@ def _problem(record: object) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int):
             return f"{key!r} must be an integer, got {value!r}"
     return None
+
+
+def dispatch_ledger_line(line: dict[str, Any]) -> None:
+    """Send the call's line to the run's callbacks (`LedgerCallbackHandler` writes it).
+
+    Outside a run (the middleware called directly) there is no one to tell; a handler
+    that fails is logged and the call goes on.
+    """
+    try:
+        dispatch_custom_event(LEDGER_EVENT, line)
+    except RuntimeError:
+        logger.debug("no run to dispatch the call's ledger to")
+    except Exception:  # a failing handler must not fail the model call
+        logger.warning("a callback failed on the call's ledger event", exc_info=True)
+
+
+async def adispatch_ledger_line(line: dict[str, Any]) -> None:
+    """Async `dispatch_ledger_line`."""
+    try:
+        await adispatch_custom_event(LEDGER_EVENT, line)
+    except RuntimeError:
+        logger.debug("no run to dispatch the call's ledger to")
+    except Exception:  # a failing handler must not fail the model call
+        logger.warning("a callback failed on the call's ledger event", exc_info=True)

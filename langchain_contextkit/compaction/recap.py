@@ -1,0 +1,142 @@
+"""What a compaction hands on: the recap carried between turns and one call's result.
+
+`RunningSummary` is what a graph keeps in state between turns, `CompactionResult` what one
+`HistoryCompactor` call returns; recap messages carry an id starting with
+`RECAP_ID_PREFIX`, so a compacted list fed back in is recognised (`is_recap`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.messages import BaseMessage
+
+from langchain_contextkit.errors import ConfigError
+
+# Fidelity at run time: `from_known_fields` and `dataclasses.fields` resolve the hints.
+from langchain_contextkit.prompts import Fidelity  # noqa: TC001
+
+__all__ = [
+    "RECAP_ID_PREFIX",
+    "AViewSummarize",
+    "CompactionResult",
+    "RunningSummary",
+    "SummarizerKind",
+    "ViewSummarize",
+    "is_recap",
+]
+
+RECAP_ID_PREFIX = "contextkit-recap-"
+"""Recap messages carry an id starting with this, so a compacted list fed back in is
+recognised and its recap extended, not summarised as if it were a turn."""
+SummarizerKind = Literal["prefix", "callback", "llm", "extractive"]
+
+ViewSummarize = Callable[[list[BaseMessage], str], "str | None"]
+"""`summarize_view(view, instruction) -> summary`: summarise a view in place (see
+`HistoryCompactor.compact_view`); None declines (the request would not fit the model)."""
+
+AViewSummarize = Callable[[list[BaseMessage], str], Awaitable["str | None"]]
+"""Async `ViewSummarize`."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunningSummary:
+    """A recap and how much of the conversation it covers.
+
+    Kept in graph state between turns, so the next compaction summarises only the newly
+    aged-out messages together with this text.
+
+    Attributes:
+        text: The recap, without its heading.
+        covered: How many messages after the leading system messages it replaces.
+        last_id: Id of the last covered message, when it had one: a history that no
+            longer matches (edited, or a different thread) is detected and the summary
+            ignored rather than misapplied.
+        digest: A digest of the covered messages' content, when known (a window-sized
+            compaction records it): checked instead of `last_id`, so a caller that
+            re-sends the history with new ids still matches.
+        floor: The extractive recap of the same messages, when the recap is a model's:
+            what the next model recap may not keep fewer facts than. It is extended from
+            itself, never from the model's recap (which may carry a verbose reply's
+            copied lines); None when the recap is extractive (it is its own floor).
+    """
+
+    text: str
+    covered: int
+    last_id: str | None = None
+    digest: str | None = None
+    floor: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict for graph state and checkpointers."""
+        data: dict[str, Any] = {"text": self.text, "covered": self.covered, "last_id": self.last_id}
+        if self.digest is not None:
+            data["digest"] = self.digest
+        if self.floor is not None:
+            data["floor"] = self.floor
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunningSummary:
+        """Rebuild from `to_dict` output.
+
+        Raises:
+            ConfigError: If a field is missing or has the wrong type.
+        """
+        text, covered, last_id = data.get("text"), data.get("covered"), data.get("last_id")
+        if not isinstance(text, str) or not isinstance(covered, int) or covered < 0:
+            msg = f"not a RunningSummary dict: {dict(data)!r}"
+            raise ConfigError(msg)
+        if last_id is not None and not isinstance(last_id, str):
+            msg = f"RunningSummary last_id must be a str or None, got {last_id!r}"
+            raise ConfigError(msg)
+        digest = data.get("digest")
+        if digest is not None and not isinstance(digest, str):
+            msg = f"RunningSummary digest must be a str or None, got {digest!r}"
+            raise ConfigError(msg)
+        floor = data.get("floor")
+        if floor is not None and not isinstance(floor, str):
+            msg = f"RunningSummary floor must be a str or None, got {floor!r}"
+            raise ConfigError(msg)
+        return cls(text, covered, last_id, digest, floor)
+
+    @classmethod
+    def from_state(cls, stored: object) -> RunningSummary | None:
+        """Rebuild what a graph keeps in state: None when nothing is stored there yet."""
+        return cls.from_dict(stored) if isinstance(stored, Mapping) and stored else None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What one compaction call did.
+
+    Attributes:
+        messages: The view the model should see: system prefix, recap, recent tail.
+        summary: The running summary after this call (None when there is none yet).
+        compacted: True when this call made a new summary.
+        summarizer: Which summariser produced it (None when none ran or all failed).
+        tokens_before: The view's tokens (plus overhead) before this call.
+        tokens_after: The returned view's tokens (plus overhead).
+        aged_out: Messages newly folded into the summary.
+        error: Why a summariser failed, when one did (the fallback then took over).
+        fidelity: The tier the new recap was written at (`CompactionConfig.fidelity`, or
+            a lower one when the recap had to step down to fit); None when no new recap
+            was made or its summariser's format is its own (a callback's prose).
+    """
+
+    messages: list[BaseMessage]
+    summary: RunningSummary | None
+    compacted: bool
+    summarizer: SummarizerKind | None
+    tokens_before: int
+    tokens_after: int
+    aged_out: int = 0
+    error: str | None = None
+    fidelity: Fidelity | None = None
+
+
+def is_recap(message: BaseMessage) -> bool:
+    """Whether `message` is a recap a compactor wrote (its id starts with `RECAP_ID_PREFIX`)."""
+    return isinstance(message.id, str) and message.id.startswith(RECAP_ID_PREFIX)
