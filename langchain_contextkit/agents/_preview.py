@@ -1,7 +1,7 @@
 """Head + tail of a long text within a token budget, and the span left out between them.
 
 Both ways of showing less of a tool result use it: the offloader (`agents/offload.py`,
-the whole result stored, a pointer to it) and the turn fitter (`agents/turn_fit.py`, a
+the whole result stored, a pointer to it) and the turn fitter (`agents/result_cutter.py`, a
 result cut so that the current turn fits its room). Whole lines are kept where they fit,
 so a log or a man page reads as it was printed; one line longer than the budget is cut
 by characters.

@@ -16,7 +16,7 @@ and the room alone, so a caller that re-sends the whole list gets the same reque
 ```python
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from langchain_contextkit.agents.turn_fit import ResultCutter
+from langchain_contextkit.agents.result_cutter import ResultCutter
 
 calls = [{"name": "fetch", "args": {"page": n}, "id": f"c{n}"} for n in range(3)]
 turn = [HumanMessage("Compare the three pages."), AIMessage("", tool_calls=calls)]

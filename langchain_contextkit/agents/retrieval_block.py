@@ -1,0 +1,74 @@
+"""The retrieval block of an agent's request: one human message, rebuilt every call.
+
+It sits next to the question it was retrieved for (seed 004's golden positions) and is
+a human message: Anthropic rejects, and Gemini hoists, a system message in the middle of
+a conversation. Stored histories never keep it (`BlockFree`).
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from typing import TYPE_CHECKING
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langchain_contextkit.budget import ContextConfig
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_contextkit.builder.report import ContextReport
+    from langchain_contextkit.sources.base import ContextSource
+
+
+__all__ = ["RETRIEVAL_ID", "BlockFree", "block_message", "config_for", "query_of"]
+
+RETRIEVAL_ID = "contextkit-retrieval"
+"""Id of the retrieval-block message, so it is recognised (and never stored as history)."""
+_ID = operator.attrgetter("id")
+
+
+def config_for(sources: Sequence[ContextSource]) -> ContextConfig:
+    """Equal shares for the given sources (the block's budget comes from the ledger)."""
+    names = sorted({source.name for source in sources})
+    return ContextConfig(source_ratios=dict.fromkeys(names, 1 / len(names)), min_chunk_tokens=1)
+
+
+class BlockFree:
+    """Drops retrieval blocks a previous layout left in (they are rebuilt every call).
+
+    Stored histories hold none (the request is a view), so each thread remembers the last
+    list it found free of them: a call that extends it (the same message objects, a
+    pointer comparison) looks only at the new messages, not at every message's id.
+    """
+
+    def __init__(self) -> None:
+        """Start with no list known to be free of blocks."""
+        self._last = threading.local()
+
+    def without_blocks(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """`messages` without retrieval blocks (the same messages when there are none)."""
+        last: tuple[BaseMessage, ...] = getattr(self._last, "messages", ())
+        known = len(last)
+        if known > len(messages) or not all(map(operator.is_, messages[:known], last)):
+            known = 0
+        if RETRIEVAL_ID in map(_ID, messages[known:]):
+            self._last.messages = ()
+            return [m for m in messages if m.id != RETRIEVAL_ID]
+        self._last.messages = tuple(messages)
+        return list(messages)
+
+
+def query_of(turn: Sequence[BaseMessage]) -> str:
+    """What the block is retrieved for: the text of the turn's user message."""
+    return turn[0].text if turn else ""
+
+
+def block_message(report: ContextReport | None) -> HumanMessage | None:
+    """The block as a message, or None when the report has no text."""
+    # A human message: providers accept it anywhere before the question (a system
+    # message mid-conversation is rejected by Anthropic and hoisted by Gemini).
+    if report is None or not report.text.strip():
+        return None
+    return HumanMessage(report.text, id=RETRIEVAL_ID)
