@@ -18,9 +18,13 @@ assert budget.rag_budget + budget.trajectory_budget(rag_in_scope=False) <= budge
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from langchain_contextkit._validate import check_count, check_fraction
+
+if TYPE_CHECKING:
+    from langchain_contextkit.calibration import Calibration
 
 __all__ = ["WindowBudget", "WindowBudgetConfig", "model_limits"]
 
@@ -207,9 +211,41 @@ class WindowBudget:
         return self.system_tokens + self.tool_tokens
 
     @property
+    def ceiling(self) -> int:
+        """What the request may take: the window minus the output reserve."""
+        return self.window - self.output_reserve
+
+    @property
     def spendable(self) -> int:
         """What is left for the retrieval block and the trajectory (never negative)."""
-        return max(0, self.window - self.output_reserve - self.fixed)
+        return max(0, self.ceiling - self.fixed)
+
+    def calibrated(self, calibration: Calibration | None = None, shrink: int = 0) -> WindowBudget:
+        """This ledger in the counter's own tokens: the window a calibrated request may fill.
+
+        The provider's ceiling (minus `shrink`; the window the provider stated in a
+        refusal when smaller) in the counter's tokens, by the calibration's fitted
+        overhead and ratio (`Calibration.estimated`), is what the counter's estimate of
+        the request may reach. Unchanged when nothing was learnt, shrunk or stated.
+
+        Example:
+            ```python
+            from langchain_contextkit.calibration import Calibration
+            from langchain_contextkit.window_budget import WindowBudget
+
+            budget = WindowBudget(window=8000, output_reserve=1000)
+            assert budget.calibrated(Calibration()) == budget
+            assert budget.calibrated(shrink=500).ceiling == 6500
+            ```
+        """
+        stated = None if calibration is None else calibration.window
+        learnt = calibration is not None and bool(calibration.observations)
+        if not learnt and shrink == 0 and stated is None:
+            return self
+        window = self.window if stated is None else min(self.window, stated)
+        ceiling = max(0, window - self.output_reserve - shrink)
+        estimated = ceiling if calibration is None else calibration.estimated(ceiling)
+        return replace(self, window=max(1, self.output_reserve + estimated))
 
     @property
     def rag_budget(self) -> int:

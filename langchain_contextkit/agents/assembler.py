@@ -411,7 +411,7 @@ class WindowAssembler(TurnFitting):
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         return Start(
             real=budget,
-            budget=self.estimator_budget(budget, calibration, shrink),
+            budget=budget.calibrated(calibration, shrink),
             calibration=calibration,
             shrink=shrink,
             view=self._block_free.without_blocks(messages),
@@ -512,7 +512,7 @@ class WindowAssembler(TurnFitting):
         """
         return _Sizing(
             overhead_tokens=self._overhead(budget, block, turn),
-            ceiling_tokens=budget.window - budget.output_reserve,
+            ceiling_tokens=budget.ceiling,
             room_tokens=self.history_room(budget),
             summarizer_window=budget.window,
             cap_scale=1.0 if calibration is None else min(max(calibration.ratio, 1e-3), 1e5),

@@ -89,7 +89,7 @@ class InPlaceSummary:
         self.compactor = compactor
         self.cache_marks = cache_marks
         self.request = request
-        self.ceiling = None if budget is None else budget.window - budget.output_reserve
+        self.ceiling = None if budget is None else budget.ceiling
         self.fixed = 0 if budget is None else budget.fixed
 
     def _call(

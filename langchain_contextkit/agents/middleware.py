@@ -392,7 +392,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             InPlaceSummary(
                 compactor,
                 request,
-                self.assembler.estimator_budget(budget, calibration.cautious()),
+                budget.calibrated(calibration.cautious()),
                 cache_marks=self.cache_breakpoints,
             )
             if self.summarize_in_place and compactor.llm is not None

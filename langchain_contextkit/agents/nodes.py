@@ -214,7 +214,7 @@ def _fixed_costs(
     budget, fixed = _run_budget(model, tools, system_prompt, budget_config, compactor.token_counter)
     if budget is None:
         return fixed, None, None
-    return fixed, budget.window - budget.output_reserve, budget.spendable
+    return fixed, budget.ceiling, budget.spendable
 
 
 def _run_budget(

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from langchain_contextkit.agents.ledger import Anchor, CallLedger
-from langchain_contextkit.compaction.recap import is_recap
 from langchain_contextkit.errors import ContextWindowExceeded
 from langchain_contextkit.messages import (
     CleanScan,
@@ -21,7 +20,6 @@ from langchain_contextkit.messages import (
     SystemPlacement,
     repair_messages,
     resume_scan,
-    split_system,
 )
 from langchain_contextkit.tokens import (
     REPLY_PRIMING,
@@ -95,20 +93,17 @@ class RequestLayout:
         report: ContextReport | None = None,
         placement: SystemPlacement = "leading",
     ) -> WindowAssembly:
-        system, rest = split_system(compaction.messages)
-        stable = [m for m in system if not is_recap(m)]
-        recap = [m for m in system if is_recap(m)]
-        if rest and is_recap(rest[0]):  # a recap in a human message (require_human_first)
-            recap, rest = [rest[0]], rest[1:]
+        # The compactor's parts, as it laid them out: no second split, no second count.
+        laid = compaction.view_parts
+        stable, kept = list(laid.system), list(laid.kept)
+        recap = [] if laid.recap is None else [laid.recap]
         # Cache-first: stable system messages, the summary and older turns (byte-stable
         # between compactions), then the dynamic tail: the block, the current turn last.
-        messages = [*stable, *recap, *rest, *([block] if block else []), *turn]
+        messages = [*stable, *recap, *kept, *([block] if block else []), *turn]
         counter = self.counter
         summary_tokens = message_tokens(recap, counter)
-        rest = [*stable, *rest]  # a system prompt kept in the messages counts as history
         block_tokens = message_tokens([block], counter)
-        kept = rest[len(stable) :]
-        indexed = self.compactor.known_history(kept)
+        indexed = None if laid.kept_tokens is None else (laid.kept_tokens, laid.kept_scan)
         history_tokens = self._history_tokens(stable, kept, indexed)
         head, tail = [*stable, *recap], [*([block] if block else []), *turn]
         repairs: list[MessageRepair] = []
@@ -120,7 +115,7 @@ class RequestLayout:
                 history_tokens += message_tokens(sent, counter) - message_tokens(messages, counter)
                 messages = sent
         turn_tokens = message_tokens(turn, counter) + (REPLY_PRIMING if messages else 0)
-        ceiling = budget.window - budget.output_reserve
+        ceiling = budget.ceiling
         prompt = budget.fixed + summary_tokens + block_tokens + history_tokens + turn_tokens
         if prompt > ceiling:
             msg = (
@@ -158,7 +153,7 @@ class RequestLayout:
             retrieval=scaled["retrieval"],
             history=scaled["history"],
             turn=scaled["turn"],
-            free=max(0, real.window - real.output_reserve - sum(scaled.values())),
+            free=max(0, real.ceiling - sum(scaled.values())),
             compacted=compaction.compacted,
             reduced=reduced,
             estimated=prompt,

@@ -62,30 +62,10 @@ class TurnFitting(RequestLayout):
     reduce_trajectory: bool
     keep_recent_steps: int
 
-    @staticmethod
-    def estimator_budget(
-        budget: WindowBudget, calibration: Calibration | None = None, shrink: int = 0
-    ) -> WindowBudget:
-        """`budget` in the counter's own tokens: the window a calibrated request may fill.
-
-        The provider's ceiling (window minus output reserve, minus `shrink`; the window
-        the provider stated in a refusal when smaller) in the counter's tokens, by the
-        calibration's fitted overhead and ratio (`Calibration.estimated`), is what the
-        counter's estimate of the request may reach.
-        """
-        stated = None if calibration is None else calibration.window
-        learnt = calibration is not None and bool(calibration.observations)
-        if not learnt and shrink == 0 and stated is None:
-            return budget
-        window = budget.window if stated is None else min(budget.window, stated)
-        ceiling = max(0, window - budget.output_reserve - shrink)
-        estimated = ceiling if calibration is None else calibration.estimated(ceiling)
-        return replace(budget, window=max(1, budget.output_reserve + estimated))
-
     def _turn_room(self, budget: WindowBudget, block: HumanMessage | None) -> int:
         """What the current turn may take: the ceiling minus the fixed parts and block."""
         block_tokens = message_tokens([block], self.counter)
-        return budget.window - budget.output_reserve - budget.fixed - block_tokens - REPLY_PRIMING
+        return budget.ceiling - budget.fixed - block_tokens - REPLY_PRIMING
 
     def _recap_room(self, room: int) -> int:
         """Room kept for the history's recap: a full one, but at most a quarter of `room`."""
@@ -163,7 +143,7 @@ class TurnFitting(RequestLayout):
             stages.append((replace(start.real, output_reserve=floor), None))
         need = 0
         for real, stage_report in stages:
-            budget = self.estimator_budget(real, start.calibration, start.shrink)
+            budget = real.calibrated(start.calibration, start.shrink)
             block = block_message(stage_report)
             room = self._turn_room(budget, block)
             need = self._history_need(history, summary, room, lend=lend)
@@ -234,10 +214,10 @@ class TurnFitting(RequestLayout):
         `turn` is the current turn at its smallest (every tool result cut to its marker)
         and `history` what the earlier conversation needs at least (its recap).
         """
-        budget = self.estimator_budget(real, start.calibration, start.shrink)
+        budget = real.calibrated(start.calibration, start.shrink)
         question = message_tokens(turn[:1], self.counter)
         rest = message_tokens(turn[1:], self.counter)
-        ceiling = budget.window - budget.output_reserve
+        ceiling = budget.ceiling
         fixed = budget.fixed + question + REPLY_PRIMING
         msg = (
             f"nothing can be sent: the system prompt ({budget.system_tokens} tokens), the "

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_contextkit.compaction.recap import RECAP_ID_PREFIX, is_recap
+from langchain_contextkit.compaction.recap import RECAP_ID_PREFIX, ViewParts, is_recap
 from langchain_contextkit.messages import split_system
 from langchain_contextkit.tokens import (
+    REPLY_PRIMING,
     TokenCounter,
     count_message_tokens,
 )
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
     from langchain_core.language_models import BaseChatModel
 
-    from langchain_contextkit.compaction._history_index import HistoryIndex
+    from langchain_contextkit.compaction._history_index import HistoryArrays, HistoryIndex
     from langchain_contextkit.compaction._recap_memo import RecapMemo
     from langchain_contextkit.compaction.config import CompactionConfig
     from langchain_contextkit.compaction.summarizers import (
@@ -87,6 +88,16 @@ class CompactorCore:
             count_message_tokens(messages, self.token_counter) + overhead if messages else overhead
         )
 
+    def _parts_tokens(self, parts: ViewParts, overhead: int) -> int:
+        """`_tokens` of the view, the kept tail priced from the index when it is known."""
+        if parts.kept_tokens is None:
+            return self._tokens(parts.messages, overhead)
+        head = [*parts.system, *(() if parts.recap is None else (parts.recap,))]
+        if not head and not parts.kept:
+            return overhead
+        counted = count_message_tokens(head, self.token_counter, reply_priming=False)
+        return counted + parts.kept_tokens + REPLY_PRIMING + overhead
+
     def _recap(self, text: str, covered: int, *, as_human: bool) -> BaseMessage:
         content = f"{self.prompts.heading('recap')} {text}"
         recap_id = f"{RECAP_ID_PREFIX}{covered}"
@@ -100,9 +111,28 @@ class CompactorCore:
     def _view(
         self, system: list[BaseMessage], text: str | None, covered: int, tail: list[BaseMessage]
     ) -> list[BaseMessage]:
-        if text is None:
-            return [*system, *tail]
-        return [*system, self._recap(text, covered, as_human=self._recap_as_human(tail)), *tail]
+        return self._parts(system, text, covered, tail).messages
+
+    def _parts(
+        self,
+        system: list[BaseMessage],
+        text: str | None,
+        covered: int,
+        tail: list[BaseMessage],
+        known: tuple[HistoryArrays, int] | None = None,
+    ) -> ViewParts:
+        """The view's parts; `known`: the history's arrays and where `tail` starts in them."""
+        recap = (
+            None
+            if text is None
+            else self._recap(text, covered, as_human=self._recap_as_human(tail))
+        )
+        if known is None:
+            return ViewParts(tuple(system), recap, tuple(tail))
+        arrays, start = known
+        return ViewParts(
+            tuple(system), recap, tuple(tail), arrays.cost(start), arrays.clean_from(start)
+        )
 
     def _split_recap(
         self, history: Sequence[BaseMessage]

@@ -13,7 +13,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_contextkit.compaction._chunked_summary import stated_cap
 from langchain_contextkit.compaction._compactor_core import CompactorCore
 from langchain_contextkit.compaction._recap_grid import WaterMarks, grid_cuts
-from langchain_contextkit.compaction.recap import CompactionResult, RunningSummary
+from langchain_contextkit.compaction.recap import CompactionResult, RunningSummary, ViewParts
 from langchain_contextkit.messages import (
     message_costs,
     tail_start,
@@ -24,6 +24,7 @@ from langchain_contextkit.tokens import REPLY_PRIMING, count_message_tokens
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from langchain_contextkit.compaction._history_index import HistoryArrays
     from langchain_contextkit.prompts import Fidelity
 
 
@@ -54,6 +55,7 @@ class Plan:
     cap_scale: float = 1.0  # the summariser's tokens per counter token (the stated cap)
     floor: str | None = None  # the extractive recap of this plan, once made: a model's floor
     previous_floor: str | None = None  # the floor in force (None: `previous` is its own)
+    arrays: HistoryArrays | None = None  # sized plans: the arrays of the history after `system`
 
     def epochs(self) -> list[tuple[int, int, str | None]]:
         """`(start, end, digest)` of each epoch in pending: one, unless the grid has more."""
@@ -83,7 +85,8 @@ class Planner(CompactorCore):
         if previous is None and summary is not None:
             previous, covered = self._summary_in_force(summary, rest, None)
         pending = rest[covered:]
-        view = self._view(system, previous, covered, pending)
+        parts = self._parts(system, previous, covered, pending)
+        view = parts.messages
         before = self._tokens(view, overhead)
         current = summary if previous is not None and summary is not None else None
         if previous is not None and current is None:
@@ -92,7 +95,7 @@ class Planner(CompactorCore):
         over_ceiling = ceiling is not None and before > ceiling
         units = len(unit_starts(pending))
         if not over_ceiling and (before <= self.trigger_tokens or units <= self.keep_recent):
-            return _as_is(view, current, before)
+            return _as_is(parts, current, before)
 
         costs = message_costs(pending, self.token_counter)
         recap_reserve = self.max_summary_tokens + count_message_tokens(
@@ -105,7 +108,7 @@ class Planner(CompactorCore):
             # The kept turns alone would overflow the window: keep fewer (at least one).
             cut = tail_start(pending, ceiling - fixed, costs=costs, min_units=1)
         if cut == 0:
-            return _as_is(view, current, before)
+            return _as_is(parts, current, before)
 
         return Plan(
             system,
@@ -224,7 +227,8 @@ class Planner(CompactorCore):
             cuts += cuts_from(end, forced=True)
         target = cuts[-1] if cuts else base
         pending = rest[base:]
-        view = self._view(system, previous, base, pending)
+        parts = self._parts(system, previous, base, pending, (arrays, base))
+        view = parts.messages
         # The view's head (system prefix, recap) is counted; its tail is the history's own.
         head = view[: len(view) - len(pending)]
         before = (
@@ -243,7 +247,7 @@ class Planner(CompactorCore):
                 previous_floor,
             )
         if target == base:
-            return _as_is(view, current, before)
+            return _as_is(parts, current, before)
         return Plan(
             system,
             pending,
@@ -259,15 +263,20 @@ class Planner(CompactorCore):
             cuts=tuple(c - base for c in cuts),
             cut_digests=tuple(None if digests is None else digests[c] for c in cuts),
             previous_floor=previous_floor,
+            arrays=arrays,
         )
 
 
-def _as_is(
-    view: list[BaseMessage], current: RunningSummary | None, tokens: int
-) -> CompactionResult:
+def _as_is(parts: ViewParts, current: RunningSummary | None, tokens: int) -> CompactionResult:
     """The view unchanged: no summary was made in this call."""
     return CompactionResult(
-        view, current, compacted=False, summarizer=None, tokens_before=tokens, tokens_after=tokens
+        parts.messages,
+        current,
+        compacted=False,
+        summarizer=None,
+        tokens_before=tokens,
+        tokens_after=tokens,
+        parts=parts,
     )
 
 

@@ -19,7 +19,6 @@ from langchain_contextkit.compaction.recap import (
     CompactionResult,
     RunningSummary,
     SummarizerKind,
-    is_recap,
 )
 from langchain_contextkit.compaction.summarizers import structured_recap
 from langchain_contextkit.errors import ContextWindowExceeded
@@ -60,15 +59,17 @@ class RecapCommits(RecapChains):
             return None  # nothing but an ellipsis or punctuation: a placeholder, not a summary
         covered = plan.covered + plan.cut
         tail = plan.pending[plan.cut :]
-        view = self._view(plan.system, recap, covered, tail)
-        after = self._tokens(view, plan.overhead)
+        known = None if plan.arrays is None else (plan.arrays, covered)
+        parts = self._parts(plan.system, recap, covered, tail, known)
+        after = self._parts_tokens(parts, plan.overhead)
         if ceiling is not None and after > ceiling:
             # The window wins over the recap's own cap: a shorter recap, not a failed call.
             shorter = self._shrunk(recap, after - ceiling)
             if shorter is not None:
                 recap = shorter
-                view = self._view(plan.system, recap, covered, tail)
-                after = self._tokens(view, plan.overhead)
+                parts = self._parts(plan.system, recap, covered, tail, known)
+                after = self._parts_tokens(parts, plan.overhead)
+        view = parts.messages
         if ceiling is not None and after > ceiling:
             msg = (
                 f"after compaction the request still takes {after} tokens, more than the "
@@ -94,6 +95,7 @@ class RecapCommits(RecapChains):
             aged_out=plan.cut,
             error=error,
             fidelity=fidelity,
+            parts=parts,
         )
 
     def _remember(self, digest: str | None, recap: str, floor: str | None) -> None:
@@ -172,24 +174,23 @@ class RecapCommits(RecapChains):
         if ceiling is None or result.tokens_after <= ceiling:
             return result
         summary = result.summary
-        recap_at = next((i for i, m in enumerate(result.messages) if is_recap(m)), None)
-        if summary is not None and recap_at is not None:
+        parts = result.view_parts
+        if summary is not None and parts.recap is not None:
             shorter = self._shrunk(summary.text, result.tokens_after - ceiling)
             if shorter is not None:
-                old = result.messages[recap_at]
-                view = list(result.messages)
-                view[recap_at] = self._recap(
-                    shorter, summary.covered, as_human=isinstance(old, HumanMessage)
-                )
-                overhead = result.tokens_after - self._tokens(result.messages, 0)
-                after = self._tokens(view, overhead)
+                as_human = isinstance(parts.recap, HumanMessage)
+                recap = self._recap(shorter, summary.covered, as_human=as_human)
+                overhead = result.tokens_after - self._parts_tokens(parts, 0)
+                parts = dataclasses.replace(parts, recap=recap)
+                after = self._parts_tokens(parts, overhead)
                 if after <= ceiling:
                     return dataclasses.replace(
                         result,
-                        messages=view,
+                        messages=parts.messages,
                         summary=dataclasses.replace(summary, text=shorter),
                         compacted=True,
                         tokens_after=after,
+                        parts=parts,
                     )
         reason = result.error or "no turn could age out"
         msg = (
@@ -199,16 +200,18 @@ class RecapCommits(RecapChains):
         raise ContextWindowExceeded(msg, required=result.tokens_after, budget=ceiling)
 
     def _unchanged(self, plan: Plan, error: str | None) -> CompactionResult:
-        view = self._view(plan.system, plan.previous, plan.covered, plan.pending)
+        known = None if plan.arrays is None else (plan.arrays, plan.covered)
+        parts = self._parts(plan.system, plan.previous, plan.covered, plan.pending, known)
         logger.warning("no summary could be made; the history is kept unchanged (%s)", error)
         return CompactionResult(
-            view,
+            parts.messages,
             plan.current,
             compacted=False,
             summarizer=None,
             tokens_before=plan.tokens_before,
             tokens_after=plan.tokens_before,
             error=error,
+            parts=parts,
         )
 
     @staticmethod

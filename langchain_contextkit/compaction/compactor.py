@@ -51,10 +51,6 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage
 
-    from langchain_contextkit.messages import (
-        CleanScan,
-    )
-
 
 __all__ = [
     "DEFAULT_TRIGGER_TOKENS",
@@ -207,23 +203,6 @@ class HistoryCompactor(Planner, RecapCommits):
         self._recaps = RecapMemo()
         self._floors = RecapMemo()  # the floors of model recaps, by the same digests
         self._index = HistoryIndex(token_counter)
-
-    def known_history(self, messages: Sequence[BaseMessage]) -> tuple[int, CleanScan | None] | None:
-        """Tokens of `messages` (no reply priming) and the message rules' state at their end.
-
-        Known, without a pass over them, when they end the history this thread compacted
-        last (the same objects, as that call indexed them): the cost is a difference of
-        the running totals kept for it, and the state is the one its check ended in (None
-        when that history broke a rule, or `messages` does not start on a unit). None
-        when they are not such a suffix.
-        """
-        if not messages:
-            return 0, None
-        known = self._index.suffix(messages)
-        if known is None:
-            return None
-        arrays, start = known
-        return arrays.cost(start), arrays.clean_from(start)
 
     @classmethod
     def from_config(

@@ -7,13 +7,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 
 from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.messages import CleanScan, split_system
 
 # Fidelity at run time: `from_known_fields` and `dataclasses.fields` resolve the hints.
 from langchain_contextkit.prompts import Fidelity  # noqa: TC001
@@ -24,6 +25,7 @@ __all__ = [
     "CompactionResult",
     "RunningSummary",
     "SummarizerKind",
+    "ViewParts",
     "ViewSummarize",
     "is_recap",
 ]
@@ -109,6 +111,47 @@ class RunningSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class ViewParts:
+    """A view's parts in layout order, and what the compactor knows of its kept tail.
+
+    The assembler lays the request out from these, without splitting the view again or
+    counting the tail a second time.
+
+    Attributes:
+        system: The leading system messages (the recap excluded).
+        recap: The recap message, when there is one (a system message, or a human one
+            when the provider wants a user turn first).
+        kept: The recent turns kept verbatim, in order.
+        kept_tokens: Tokens of `kept` (no reply priming) by the compactor's counter,
+            when its history index knows them (None: count them).
+        kept_scan: The message rules' state at the end of `kept` (see
+            `messages.resume_scan`), when `kept` is known clean from a unit start.
+    """
+
+    system: tuple[BaseMessage, ...]
+    recap: BaseMessage | None
+    kept: tuple[BaseMessage, ...]
+    kept_tokens: int | None = None
+    kept_scan: CleanScan | None = None
+
+    @property
+    def messages(self) -> list[BaseMessage]:
+        """The view as one list: system, recap, kept tail."""
+        recap = () if self.recap is None else (self.recap,)
+        return [*self.system, *recap, *self.kept]
+
+    @classmethod
+    def of(cls, messages: Sequence[BaseMessage]) -> ViewParts:
+        """Split a view someone else built (a recap found by its id); nothing known of it."""
+        system, rest = split_system(messages)
+        recaps = [m for m in system if is_recap(m)]
+        stable = tuple(m for m in system if not is_recap(m))
+        if rest and is_recap(rest[0]):  # a recap in a human message (require_human_first)
+            recaps, rest = [rest[0]], rest[1:]
+        return cls(stable, recaps[-1] if recaps else None, tuple(rest))
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionResult:
     """What one compaction call did.
 
@@ -124,6 +167,8 @@ class CompactionResult:
         fidelity: The tier the new recap was written at (`CompactionConfig.fidelity`, or
             a lower one when the recap had to step down to fit); None when no new recap
             was made or its summariser's format is its own (a callback's prose).
+        parts: `messages` as its parts, with the kept tail's cost when known (None in a
+            result built elsewhere: `view_parts` then splits `messages`).
     """
 
     messages: list[BaseMessage]
@@ -135,6 +180,12 @@ class CompactionResult:
     aged_out: int = 0
     error: str | None = None
     fidelity: Fidelity | None = None
+    parts: ViewParts | None = None
+
+    @property
+    def view_parts(self) -> ViewParts:
+        """`parts`, or `messages` split into them when the result does not carry them."""
+        return self.parts if self.parts is not None else ViewParts.of(self.messages)
 
 
 def is_recap(message: BaseMessage) -> bool:
