@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_contextkit.agents.assembler import RETRIEVAL_ID, _BlockFree
+from langchain_contextkit.agents.retrieval_block import RETRIEVAL_ID, BlockFree
 
 
 def _turn(i: int) -> list[BaseMessage]:
@@ -12,7 +12,7 @@ def _turn(i: int) -> list[BaseMessage]:
 
 
 def test_blocks_are_dropped_wherever_they_appear() -> None:
-    blocks = _BlockFree()
+    blocks = BlockFree()
     history = _turn(0) + _turn(1)
     assert blocks.without_blocks(history) == history
     block = HumanMessage("retrieved", id=RETRIEVAL_ID)
@@ -27,7 +27,7 @@ def test_blocks_are_dropped_wherever_they_appear() -> None:
 
 
 def test_an_extension_is_checked_from_where_the_last_list_ended() -> None:
-    blocks = _BlockFree()
+    blocks = BlockFree()
     history = _turn(0)
     blocks.without_blocks(history)
     # An old message renamed in place to the block id is not looked at again (the stored
