@@ -12,11 +12,13 @@ Speed: characters per second of `count_tokens` and of tiktoken's `encode_ordinar
 same documents, best of several runs.
 
 Targets (issue 29): in every category with at least `MIN_DOCS` judged documents, bias >=
--5% and worst document >= -15% against both tokenizers, and MAE <= 12% against cl100k; at
-least 5x tiktoken's throughput. `count_tokens` is one estimate meant to be safe for both
-tokenizers, and o200k spends half to a quarter of cl100k's tokens on most non-Latin
-scripts, so its MAE against o200k is printed, not judged. Each breach prints a FAIL line
-and the exit status is 1; a category with fewer documents is printed, marked "(few)".
+-5% and worst document >= -15% against each tokenizer, and MAE <= 12% against the dearer
+of the two per document (the count `count_tokens` aims at: one estimate that is never low
+for either); at least 5x tiktoken's throughput. MAE against each tokenizer alone is
+printed too; against o200k it cannot be judged for one estimate: o200k spends a half to a
+quarter of cl100k's tokens on most non-Latin scripts, so an estimate within 12% of one is
+far from the other. Each breach prints a FAIL line and the exit status is 1; a category
+with fewer documents is printed, marked "(few)".
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ MIN_BIAS = -5.0
 MIN_WORST = -15.0
 MIN_SPEEDUP = 5.0
 TOKENIZERS = ("cl100k", "o200k")
+DEARER = "max"
+"""Per document, the larger of the two counts: what the MAE target is judged against."""
 
 
 def errors(
@@ -60,11 +64,11 @@ def errors(
 def breaches(name: str, tokenizer: str, mae: float, bias: float, worst: float) -> list[str]:
     """What one category of `count_tokens` misses of the targets against one tokenizer."""
     found = []
-    if tokenizer == "cl100k" and mae > MAX_MAE:
+    if tokenizer == DEARER and mae > MAX_MAE:
         found.append(f"{name}/{tokenizer}: MAE {mae:.1f}% > {MAX_MAE:.0f}%")
-    if bias < MIN_BIAS:
+    if tokenizer != DEARER and bias < MIN_BIAS:
         found.append(f"{name}/{tokenizer}: biased low {bias:.1f}% < {MIN_BIAS:.0f}%")
-    if worst < MIN_WORST:
+    if tokenizer != DEARER and worst < MIN_WORST:
         found.append(f"{name}/{tokenizer}: worst document {worst:.1f}% < {MIN_WORST:.0f}%")
     return found
 
@@ -91,8 +95,9 @@ def main() -> int:
     disagree = check_agreement(every[::4])
     print(f"bpe-openai cl100k vs tiktoken: {disagree} of {len(every[::4])} documents differ")
     counters = {name: COUNTERS[name]() for name in TOKENIZERS}
+    columns = (*TOKENIZERS, DEARER)
     header = f"{'category':20} {'docs':>4} {'chars':>8} {'cl100k':>7} {'o200k':>7} " + " ".join(
-        f"{name + ' mae/bias/low %':>24}" for name in TOKENIZERS
+        f"{name + ' mae/bias/low %':>24}" for name in columns
     )
     print(header)
     print("-" * len(header))
@@ -102,9 +107,10 @@ def main() -> int:
             print(f"{name:20} no files on this machine")
             continue
         truths = {t: [counters[t](d) for d in docs] for t in TOKENIZERS}
+        truths[DEARER] = [max(counts) for counts in zip(*truths.values(), strict=True)]
         cells = []
         judged = len(docs) >= MIN_DOCS
-        for tokenizer in TOKENIZERS:
+        for tokenizer in columns:
             mae, bias, worst = errors(count_tokens, docs, truths[tokenizer])
             cells.append(f"{mae:8.1f} {bias:+7.1f} {worst:+7.1f}")
             if judged:
@@ -142,7 +148,7 @@ def main() -> int:
     print(
         f"PASS: every category of >= {MIN_DOCS} documents: bias >= {MIN_BIAS:.0f}% and lowest "
         f"document >= {MIN_WORST:.0f}% against cl100k and o200k, MAE <= {MAX_MAE:.0f}% against "
-        f"cl100k; speed >= {MIN_SPEEDUP:.0f}x tiktoken"
+        f"the dearer of the two; speed >= {MIN_SPEEDUP:.0f}x tiktoken"
     )
     return 0
 

@@ -5,18 +5,15 @@
 
 A code point's tier is how many tokens the dearer of cl100k_base and o200k_base spends on
 it alone (1-4: a character the vocabularies do not know costs its UTF-8 bytes, at most
-four). Its group is its script where one of the groups claims its block, else "letters",
-"mark" (combining marks, format characters such as ZWJ, variation selectors) or "symbol"
-(everything else: punctuation, box drawing, emoji, private use, unassigned), by the
-Unicode category of this Python's `unicodedata`. Also prints, per group, the most
-characters of the group one vocabulary token spans (what `MIN_GROUP_RATE` rests on).
+four). Its group is `_token_groups.group_of`, where the groups are defined once. Also
+prints, per group, the most characters of the group one vocabulary token spans (what
+`MIN_GROUP_RATE` rests on).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -25,34 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from exact_tokenizers import bpe_openai_encoding
 
-from langchain_contextkit import _token_estimate as model
+from langchain_contextkit import _token_estimate as model, _token_groups as token_groups
 
 _MODULE = Path(__file__).resolve().parents[1] / "langchain_contextkit" / "_tier_tables.py"
-_SCRIPT_BLOCKS = {
-    "arabic": ((0x600, 0x700), (0x750, 0x780), (0x870, 0x900), (0xFB50, 0xFE00), (0xFE70, 0xFF00)),
-    "hebrew": ((0x590, 0x600), (0xFB1D, 0xFB50)),
-    "armenian": ((0x530, 0x590), (0xFB13, 0xFB18)),
-    "indic": ((0x900, 0xE00), (0xA8E0, 0xA900), (0x1CD0, 0x1D00)),
-    "sea": (
-        (0xE00, 0x1000),
-        (0x1000, 0x10A0),
-        (0x1780, 0x1800),
-        (0x19E0, 0x1A00),
-        (0x1A20, 0x1AB0),
-    ),
-}
-
-
-def group_of(cp: int) -> int:
-    for name, blocks in _SCRIPT_BLOCKS.items():
-        if any(first <= cp < last for first, last in blocks):
-            return model.GROUPS.index(name)
-    category = unicodedata.category(chr(cp))
-    if category.startswith("L"):
-        return model.GROUPS.index("letters")
-    if category.startswith("M") or category == "Cf":
-        return model.GROUPS.index("mark")
-    return model.GROUPS.index("symbol")
 
 
 def derive() -> tuple[str, dict[str, int]]:
@@ -64,7 +36,7 @@ def derive() -> tuple[str, dict[str, int]]:
         else:
             ch = chr(cp)
             tier = max(len(e.encode_ordinary(ch)) for e in encoders)  # type: ignore[attr-defined]
-        values[cp] = group_of(cp) * model.TIERS + min(max(tier, 1), model.TIERS) - 1
+        values[cp] = token_groups.group_of(cp) * model.TIERS + min(max(tier, 1), model.TIERS) - 1
     span: dict[str, int] = dict.fromkeys(model.GROUPS, 1)
     groups = values // model.TIERS
     for encoding in encoders:

@@ -53,9 +53,15 @@ Matrix = npt.NDArray[np.float64]
 Vector = npt.NDArray[np.float64]
 
 _COMMON_LETTER_TOKENS = 20
+_COMMON_CYRILLIC_TOKENS = 5  # Russian's rarer letters (х, ш, ф) sit in 11-19 tokens
 _SPEC_EXAMPLE = "你好世界"
 _CHEAP = ("english prose", "man en", "debian docs", "python source", "man ru")
 _NOT_COSTLY = ("man ja", "man ko", "man zh_CN", "man zh_TW", "man roff sources")
+_COSTLY_CATALOGUES = tuple(
+    f"mo {lang}"
+    for lang in ("cy", "kk", "be", "bg", "uk", "sr", "mk", "de", "pl", "tr", "hu", "fr", "es")
+)
+"""Catalogues of alphabetic languages cl100k cuts often (their letters are evidence too)."""
 _EVIDENCE_UNIT = 16  # per nat
 _EVIDENCE_CLIP = 64
 _MIN_LETTER_COUNT = 20  # letters seen fewer times carry no evidence
@@ -72,7 +78,7 @@ _FIXED = {
     "start cjk_punct2": 0,
 }
 _LETTERS = (model.LOWER, model.UPPER, model.ACCENTED, model.ACCENTED_RARE)
-_LETTERS += (model.CYRILLIC, model.GREEK)
+_LETTERS += (model.CYRILLIC, model.CYRILLIC_RARE, model.GREEK)
 _CJK = tuple(range(model.HAN1, model.CJK_PUNCT2 + 1))
 _GROUP_CLASSES = {
     group: [model.group_class(g, tier) for tier in range(1, model.TIERS + 1)]
@@ -82,34 +88,13 @@ _RUN_STARTS = (
     *(model.NEWLINE, model.OTHER_SPACE, model.DIGIT, model.PUNCT, model.OTHER),
     *(model.CJK_PUNCT1, model.CJK_PUNCT2),
 )
-_TRANSITIONS = {
-    "lower->upper": [(model.LOWER, model.UPPER)],  # camelCase and base64 cut at a case change
-    "digit->letter": [(model.DIGIT, model.LOWER), (model.DIGIT, model.UPPER)],
-    "upper->digit": [(model.UPPER, model.DIGIT)],  # rare outside base64, a costly cut there
-    "space->digit": [(model.SPACE, model.DIGIT)],  # cl100k never joins a space to a number
-    "space->punct": [(model.SPACE, model.PUNCT)],
-    "punct->space": [(model.PUNCT, model.SPACE)],
-    "punct->digit": [(model.PUNCT, model.DIGIT)],
-    "punct->lower": [(model.PUNCT, model.LOWER)],
-    "punct->upper": [(model.PUNCT, model.UPPER)],
-    "space->cjk": [(model.SPACE, c) for c in _CJK],  # the space before CJK is a token
-    # A word starts: a Latin or a two-byte-alphabet letter after anything but a letter.
-    "latin word": [
-        (p, c)
-        for p in range(model.N_CLASSES + 1)
-        if model.SCRIPT_OF_CLASS[p] != model.LATIN
-        for c in range(model.N_CLASSES)
-        if model.SCRIPT_OF_CLASS[c] == model.LATIN
-    ],
-    "alphabet word": [
-        (p, c)
-        for p in range(model.N_CLASSES + 1)
-        if model.SCRIPT_OF_CLASS[p] != model.ALPHABET
-        for c in range(model.N_CLASSES)
-        if model.SCRIPT_OF_CLASS[c] == model.ALPHABET
-    ],
+_TRANSITIONS: dict[str, tuple[tuple[int, int], ...]] = {
+    **model.TRANSITION_GROUPS,  # defined once, in the library
+    # A word of a letter group starts (GROUP_WORD): a letter of it after any other class.
     **{
-        f"{group} word": [(p, c) for p in range(model.N_CLASSES + 1) if p not in own for c in own]
+        f"{group} word": tuple(
+            (p, c) for p in range(model.N_CLASSES + 1) if p not in own for c in own
+        )
         for group, own in _GROUP_CLASSES.items()
         if group in model.LETTER_GROUPS
     },
@@ -135,6 +120,15 @@ def derive_accented_common(vocabulary: list[bytes]) -> str:
             if 0xC0 <= ord(ch) < 0x370 and ch.isalpha():
                 counts[ch] = counts.get(ch, 0) + 1
     return "".join(sorted(ch for ch, n in counts.items() if n >= _COMMON_LETTER_TOKENS))
+
+
+def derive_cyrillic_common(vocabulary: list[bytes]) -> str:
+    counts: dict[str, int] = {}
+    for token in vocabulary:
+        for ch in set(token.decode("utf-8", errors="ignore").lower()):
+            if 0x400 <= ord(ch) < 0x530 and ch.isalpha():
+                counts[ch] = counts.get(ch, 0) + 1
+    return "".join(sorted(ch for ch, n in counts.items() if n >= _COMMON_CYRILLIC_TOKENS))
 
 
 def derive_evidence(corpus: dict[str, list[str]], classes: npt.NDArray[np.uint8]) -> str:
@@ -348,20 +342,13 @@ def literals(weights: Vector) -> str:
         for c in _RUN_STARTS
         if value[f"start {_NAMES[c]}"]
     )
-    summed: dict[tuple[int, int], int] = {}  # a pair in two groups pays both weights
-    for name, pairs in _TRANSITIONS.items():
-        if name.endswith(" word") and name[: -len(" word")] in model.LETTER_GROUPS:
-            continue  # GROUP_WORD
-        for pair in pairs:
-            if value[name]:
-                summed[pair] = summed.get(pair, 0) + value[name]
-    names_with_start = (*_NAMES, "start")
     transitions = ", ".join(
-        f"({const[names_with_start[a]]}, {const[_NAMES[b]]}): {v}" for (a, b), v in summed.items()
+        f'"{name}": {value[name]}' for name in model.TRANSITION_GROUPS if value[name]
     )
     letters = [value.get(letter_name(i), 0) for i in range(model.N_LETTER_RATES)]
     return (
-        f"CHAR_RATE = {{{chars}}}\nRUN_START = {{{starts}}}\nTRANSITION = {{{transitions}}}\n"
+        f"CHAR_RATE = {{{chars}}}\nRUN_START = {{{starts}}}\n"
+        f"TRANSITION_WEIGHT = {{{transitions}}}\n"
         f"LETTER_RATE = {tuple(letters)}\nGROUP_RATE = {{{groups}}}\nGROUP_WORD = {{{words}}}"
     )
 
@@ -378,13 +365,16 @@ def main() -> int:
 
     tiers = derive_cjk_tiers(exact._encode)  # noqa: SLF001
     accented = derive_accented_common(list(encoding._mergeable_ranks))  # noqa: SLF001
-    provisional = model.Tables.build(accented_common=accented, cjk_tiers=tiers)
+    cyrillic = derive_cyrillic_common(list(encoding._mergeable_ranks))  # noqa: SLF001
+    letters = {"accented_common": accented, "cyrillic_common": cyrillic, "cjk_tiers": tiers}
+    provisional = model.Tables.build(**letters)
     evidence = derive_evidence(corpus, provisional.classes)
-    tables = model.Tables.build(accented_common=accented, cjk_tiers=tiers, evidence=evidence)
+    tables = model.Tables.build(**letters, evidence=evidence)
     unchanged = True
     for name, new, old in (
         ("_CJK_TIERS", tiers, model._CJK_TIERS),  # noqa: SLF001
         ("ACCENTED_COMMON", accented, model.ACCENTED_COMMON),
+        ("CYRILLIC_COMMON", cyrillic, model.CYRILLIC_COMMON),
         ("_EVIDENCE", evidence, model._EVIDENCE),  # noqa: SLF001
     ):
         print(f"{name} = {new!r}  # {'same' if new == old else 'CHANGED'}")
@@ -434,7 +424,7 @@ def main() -> int:
     exec(literals(weights), vars(model).copy(), fitted)  # noqa: S102 - our own literals
     chars, moves = model.with_groups(
         fitted["CHAR_RATE"],  # type: ignore[arg-type]
-        fitted["TRANSITION"],  # type: ignore[arg-type]
+        model.sum_transitions(fitted["TRANSITION_WEIGHT"]),  # type: ignore[arg-type]
         fitted["GROUP_RATE"],  # type: ignore[arg-type]
         fitted["GROUP_WORD"],  # type: ignore[arg-type]
     )

@@ -53,6 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from langchain_contextkit._token_groups import GROUPS, transition_groups
+
 __all__ = ["TABLES", "Tables"]
 
 # --- Character classes ---------------------------------------------------------------------
@@ -62,14 +64,15 @@ ACCENTED, ACCENTED_RARE, CYRILLIC, GREEK, OTHER = range(7, 12)
 HAN1, HAN2, HAN3, KANA1, KANA2, HANGUL1, HANGUL2, HANGUL3, CJK_PUNCT1, CJK_PUNCT2 = range(12, 22)
 LATIN_EXT = 22
 """Latin letters of three UTF-8 bytes (Vietnamese ``ế``, ``ạ``): letters of Latin words."""
-GROUPS = ("arabic", "hebrew", "armenian", "indic", "sea", "letters", "mark", "symbol")
-"""Every other character, by script group (`_tier_tables.GROUP_OF`), then by its tier: how
-many tokens the dearer of cl100k and o200k spends on it alone (1-4). Its cost is the
-group's rate times its tier: scripts these vocabularies hardly merge (Thai, Devanagari,
-Georgian in cl100k) cost about what their characters cost alone."""
+CYRILLIC_RARE = 23
+"""Cyrillic letters that hardly any cl100k token contains (Kazakh ``қ``, Belarusian ``ў``,
+Serbian ``ј``): a word cuts around them, where Russian letters merge."""
+# Every other character, by script group (`_token_groups.GROUPS`), then by its tier: a
+# character costs its group's rate times its tier, since scripts these vocabularies hardly
+# merge (Thai, Devanagari, Georgian in cl100k) cost about what their characters cost alone.
 LETTER_GROUPS = GROUPS[:6]
 TIERS = 4
-GROUP_BASE = 23
+GROUP_BASE = 24
 N_CLASSES = GROUP_BASE + len(GROUPS) * TIERS
 START = N_CLASSES
 """The class "before" a text's first character: pair codes run to (N_CLASSES + 1) * N_CLASSES."""
@@ -77,7 +80,7 @@ CLASS_NAMES = (
     *("space", "newline", "other_space", "lower", "upper", "digit", "punct"),
     *("accented", "accented_rare", "cyrillic", "greek", "other"),
     *("han1", "han2", "han3", "kana1", "kana2", "hangul1", "hangul2", "hangul3"),
-    *("cjk_punct1", "cjk_punct2", "latin_ext"),
+    *("cjk_punct1", "cjk_punct2", "latin_ext", "cyrillic_rare"),
     *(f"{group}{tier}" for group in GROUPS for tier in range(1, TIERS + 1)),
 )
 
@@ -102,7 +105,7 @@ SCRIPT_OF_CLASS = bytes(
     LATIN
     if c in {LOWER, UPPER, ACCENTED, ACCENTED_RARE, LATIN_EXT}
     else ALPHABET
-    if c in {CYRILLIC, GREEK}
+    if c in {CYRILLIC, CYRILLIC_RARE, GREEK}
     else SPACES
     if c == SPACE
     else 0
@@ -122,6 +125,9 @@ letter, then the rate of each stride."""
 
 ACCENTED_COMMON = "àáãäåçèéêíñóöøúüęıłż"
 """Accented Latin letters that cl100k's tokens often contain; the others are ACCENTED_RARE."""
+CYRILLIC_COMMON = "абвгдежзийклмнопрстуфхцчшщыьэюя"
+"""Cyrillic letters (lower case) that some cl100k tokens contain; the others are
+CYRILLIC_RARE."""
 _CJK_RANGES = (
     (0x3000, 0x3100),
     (0x3130, 0x3190),
@@ -153,9 +159,9 @@ _CJK_TIERS = (
 )
 """zlib + base64 of two bits per character of `_CJK_RANGES`: cl100k's tokens for it alone, 1-3."""
 _EVIDENCE = (
-    "eNpjYKAQsP75w8zwg/E7A6/wf2bGv/9Z/v/9xcT+68cPBeLkKQQOCADiAEWMHUC0gxEQWzAYEpCHmwBhIZtrZIQq"
-    "ApPAcICZGRIXxrGygliIaoK2NprTGQYrGNSOoz6wZBip4IAtMEk72MPim5mVkZXt/y9GxrcsX////8/A8P8f5/e/"
-    "HD85fzAceH/g5WdC8ujmjYJRMAoGLwAA981WjQ=="
+    "eNpjYKAQsP75zcTwg+E7A5fAPxbGv//ZGf7+YuT4/eOHInHyFAIHB2MHKABxgCImDiAaKMzgYMlgREAebAJEEioN"
+    "N9fICFUEJoHhADMzJK65OYS2toZYaGiIrFhHB0UnFuMHCxjUjqM+sGIYqeCAHTBJO9jD4puFjYmNjeE3I9M71q//"
+    "GRgYGRn+c/34y/mT6yfDgfcHXn4hJI9u3igYBaNg8AIAcgNMiQ=="
 )
 """zlib + base64 of one signed byte per code point below U+0800 (case-folded letters)."""
 
@@ -170,125 +176,94 @@ THRESHOLD = 16
 
 # Milli-tokens: the fitted weights (bench/fit_token_weights.py).
 CHAR_RATE: dict[int, int] = {
-    NEWLINE: 293,
-    OTHER_SPACE: 125,
-    LOWER: 8,
-    DIGIT: 222,
-    PUNCT: 86,
-    ACCENTED: 1144,
-    ACCENTED_RARE: 1995,
-    GREEK: 498,
-    HAN1: 730,
-    HAN2: 2194,
-    HAN3: 3582,
-    KANA1: 910,
-    KANA2: 741,
-    HANGUL1: 550,
-    HANGUL2: 1564,
-    HANGUL3: 2920,
-    CJK_PUNCT1: 849,
+    NEWLINE: 366,
+    OTHER_SPACE: 158,
+    DIGIT: 215,
+    PUNCT: 115,
+    ACCENTED: 1105,
+    ACCENTED_RARE: 1928,
+    GREEK: 569,
+    HAN1: 737,
+    HAN2: 2376,
+    HAN3: 3290,
+    KANA1: 871,
+    KANA2: 1280,
+    HANGUL1: 538,
+    HANGUL2: 1771,
+    HANGUL3: 2098,
+    CJK_PUNCT1: 576,
     CJK_PUNCT2: 2100,
-    LATIN_EXT: 339,
+    LATIN_EXT: 237,
+    CYRILLIC_RARE: 2935,
 }
-RUN_START: dict[int, int] = {NEWLINE: 1009, DIGIT: 649}
-# fmt: off
-_TRANSITION_GROUPS: tuple[tuple[int, str], ...] = (
-    (1261, (
-        "3,4 "
-    )),
-    (975, (
-        "5,3 5,4 "
-    )),
-    (1680, (
-        "4,5 "
-    )),
-    (1000, (
-        "0,5 "
-    )),
-    (322, (
-        "0,6 "
-    )),
-    (480, (
-        "6,0 "
-    )),
-    (1103, (
-        "6,5 "
-    )),
-    (1132, (
-        "6,3 "
-    )),
-    (1192, (
-        "6,4 "
-    )),
-    (845, (
-        "0,12 0,13 0,14 0,15 0,16 0,17 0,18 0,19 0,20 0,21 "
-    )),
-    (761, (
-        "0,3 0,4 0,7 0,8 0,22 1,3 1,4 1,7 1,8 1,22 2,3 2,4 2,7 2,8 2,22 5,7 5,8 5,22 6,7 6,8 6,22 "
-        "9,3 9,4 9,7 9,8 9,22 10,3 10,4 10,7 10,8 10,22 11,3 11,4 11,7 11,8 11,22 12,3 12,4 12,7 "
-        "12,8 12,22 13,3 13,4 13,7 13,8 13,22 14,3 14,4 14,7 14,8 14,22 15,3 15,4 15,7 15,8 15,22 "
-        "16,3 16,4 16,7 16,8 16,22 17,3 17,4 17,7 17,8 17,22 18,3 18,4 18,7 18,8 18,22 19,3 19,4 "
-        "19,7 19,8 19,22 20,3 20,4 20,7 20,8 20,22 21,3 21,4 21,7 21,8 21,22 23,3 23,4 23,7 23,8 "
-        "23,22 24,3 24,4 24,7 24,8 24,22 25,3 25,4 25,7 25,8 25,22 26,3 26,4 26,7 26,8 26,22 27,3 "
-        "27,4 27,7 27,8 27,22 28,3 28,4 28,7 28,8 28,22 29,3 29,4 29,7 29,8 29,22 30,3 30,4 30,7 "
-        "30,8 30,22 31,3 31,4 31,7 31,8 31,22 32,3 32,4 32,7 32,8 32,22 33,3 33,4 33,7 33,8 33,22 "
-        "34,3 34,4 34,7 34,8 34,22 35,3 35,4 35,7 35,8 35,22 36,3 36,4 36,7 36,8 36,22 37,3 37,4 "
-        "37,7 37,8 37,22 38,3 38,4 38,7 38,8 38,22 39,3 39,4 39,7 39,8 39,22 40,3 40,4 40,7 40,8 "
-        "40,22 41,3 41,4 41,7 41,8 41,22 42,3 42,4 42,7 42,8 42,22 43,3 43,4 43,7 43,8 43,22 44,3 "
-        "44,4 44,7 44,8 44,22 45,3 45,4 45,7 45,8 45,22 46,3 46,4 46,7 46,8 46,22 47,3 47,4 47,7 "
-        "47,8 47,22 48,3 48,4 48,7 48,8 48,22 49,3 49,4 49,7 49,8 49,22 50,3 50,4 50,7 50,8 50,22 "
-        "51,3 51,4 51,7 51,8 51,22 52,3 52,4 52,7 52,8 52,22 53,3 53,4 53,7 53,8 53,22 54,3 54,4 "
-        "54,7 54,8 54,22 55,3 55,4 55,7 55,8 55,22 "
-    )),
-    (1404, (
-        "0,9 0,10 1,9 1,10 2,9 2,10 3,9 3,10 4,9 4,10 5,9 5,10 6,9 6,10 7,9 7,10 8,9 8,10 11,9 "
-        "11,10 12,9 12,10 13,9 13,10 14,9 14,10 15,9 15,10 16,9 16,10 17,9 17,10 18,9 18,10 19,9 "
-        "19,10 20,9 20,10 21,9 21,10 22,9 22,10 23,9 23,10 24,9 24,10 25,9 25,10 26,9 26,10 27,9 "
-        "27,10 28,9 28,10 29,9 29,10 30,9 30,10 31,9 31,10 32,9 32,10 33,9 33,10 34,9 34,10 35,9 "
-        "35,10 36,9 36,10 37,9 37,10 38,9 38,10 39,9 39,10 40,9 40,10 41,9 41,10 42,9 42,10 43,9 "
-        "43,10 44,9 44,10 45,9 45,10 46,9 46,10 47,9 47,10 48,9 48,10 49,9 49,10 50,9 50,10 51,9 "
-        "51,10 52,9 52,10 53,9 53,10 54,9 54,10 55,9 55,10 "
-    )),
+RUN_START: dict[int, int] = {NEWLINE: 774, DIGIT: 648}
+TRANSITION_WEIGHT: dict[str, int] = {
+    "lower->upper": 1159,
+    "digit->letter": 130,
+    "upper->digit": 2037,
+    "space->digit": 1000,
+    "space->punct": 267,
+    "punct->space": 530,
+    "punct->digit": 1131,
+    "punct->lower": 348,
+    "punct->upper": 376,
+    "space->cjk": 822,
+    "latin word": 887,
+    "alphabet word": 1677,
+}
+"""Milli-tokens of each named transition (`_token_groups.transition_groups`)."""
+TRANSITION_GROUPS = transition_groups(
+    {"space": SPACE, "lower": LOWER, "upper": UPPER, "digit": DIGIT, "punct": PUNCT},
+    range(HAN1, CJK_PUNCT2 + 1),
+    SCRIPT_OF_CLASS,
+    LATIN,
+    ALPHABET,
 )
-# fmt: on
-"""Each transition weight with the class pairs it applies to, "previous,current" by number."""
-TRANSITION: dict[tuple[int, int], int] = {
-    (int(prev), int(cls)): weight
-    for weight, pairs in _TRANSITION_GROUPS
-    for prev, cls in (pair.split(",") for pair in pairs.split())
-}
+"""The class pairs of each named transition; a pair in two groups pays both weights."""
+
+
+def sum_transitions(weights: dict[str, int]) -> dict[tuple[int, int], int]:
+    """Milli-tokens per (previous, current) class pair, from the weights by group name."""
+    summed: dict[tuple[int, int], int] = {}
+    for name, weight in weights.items():
+        for pair in TRANSITION_GROUPS[name] if weight else ():
+            summed[pair] = summed.get(pair, 0) + weight
+    return summed
+
+
+TRANSITION = sum_transitions(TRANSITION_WEIGHT)
 LETTER_RATE: tuple[int, ...] = (
     0,
-    57,
+    42,
     0,
     0,
     0,
-    83,
-    0,
-    0,
-    0,
-    0,
-    0,
-    0,
-    354,
-    208,
-    0,
-    225,
-    0,
-    0,
-    0,
-    301,
+    66,
     0,
     0,
     0,
     0,
     0,
     0,
+    344,
+    139,
+    35,
+    327,
     0,
     0,
     0,
     0,
-    1551,
+    0,
+    0,
+    505,
+    688,
+    695,
+    0,
+    488,
+    0,
+    0,
+    444,
+    0,
     0,
     0,
     0,
@@ -296,9 +271,18 @@ LETTER_RATE: tuple[int, ...] = (
     0,
 )
 """By script, regime and stride (see N_LETTER_RATES)."""
-GROUP_RATE: dict[str, int] = dict.fromkeys(GROUPS, 1000)
+GROUP_RATE: dict[str, int] = {
+    "arabic": 887,
+    "hebrew": 970,
+    "armenian": 946,
+    "indic": 971,
+    "sea": 965,
+    "letters": 1026,
+    "mark": 386,
+    "symbol": 1026,
+}
 """Milli-tokens per token a group's character costs alone."""
-GROUP_WORD: dict[str, int] = {"hebrew": 63, "armenian": 1730}
+GROUP_WORD: dict[str, int] = {"hebrew": 123, "armenian": 1590}
 """Milli-tokens where a word of a letter group starts."""
 LONG_RUN = 16
 """Letters of one word past this many pay `LONG_RUN_RATE` each."""
@@ -330,7 +314,7 @@ _HANGUL = range(0xAC00, 0xD7A4)
 _HAN = range(0x4E00, 0xA000)
 
 
-def _two_byte_class(cp: int, common: frozenset[str]) -> int:
+def _two_byte_class(cp: int, common: frozenset[str], cyrillic: frozenset[str]) -> int:
     """Class of a character encoded in two UTF-8 bytes (U+0080..U+07FF)."""
     ch = chr(cp)
     if ch.isspace():
@@ -341,7 +325,9 @@ def _two_byte_class(cp: int, common: frozenset[str]) -> int:
         return ACCENTED if ch in common else ACCENTED_RARE
     if cp < _CYRILLIC_FROM:
         return GREEK
-    return CYRILLIC  # also Armenian, Hebrew, Arabic: priced alike in BPE vocabularies
+    if cp >= _OWN_GROUP_FROM:
+        return CYRILLIC  # Armenian, Hebrew, Arabic, ...: `build_class_table` groups them
+    return CYRILLIC if ch.lower() in cyrillic else CYRILLIC_RARE
 
 
 def _ascii_class(ch: str) -> int:
@@ -399,17 +385,20 @@ def pack_evidence(evidence: npt.NDArray[np.int8]) -> str:
 
 
 def build_class_table(
-    accented_common: str, cjk_tiers: str, group_tiers: npt.NDArray[np.uint8] | None = None
+    accented_common: str,
+    cjk_tiers: str,
+    group_tiers: npt.NDArray[np.uint8] | None = None,
+    cyrillic_common: str = CYRILLIC_COMMON,
 ) -> npt.NDArray[np.uint8]:
     """Class of every code point.
 
     `group_tiers` holds, per code point, ``group * TIERS + tier - 1`` (`_tier_tables`); the
     characters no finer class claims take their group class from it.
     """
-    common = frozenset(accented_common)
+    common, cyrillic = frozenset(accented_common), frozenset(cyrillic_common)
     table = np.full(0x110000, OTHER, dtype=np.uint8)
     table[:0x80] = [_ascii_class(chr(cp)) for cp in range(0x80)]
-    table[0x80:0x800] = [_two_byte_class(cp, common) for cp in range(0x80, 0x800)]
+    table[0x80:0x800] = [_two_byte_class(cp, common, cyrillic) for cp in range(0x80, 0x800)]
     for first, last, cls in (
         (0x2000, 0x200A, OTHER_SPACE),
         (0x1100, 0x11FF, HANGUL3),
@@ -521,6 +510,7 @@ class Tables:
         cls,
         *,
         accented_common: str = ACCENTED_COMMON,
+        cyrillic_common: str = CYRILLIC_COMMON,
         cjk_tiers: str = _CJK_TIERS,
         evidence: str = _EVIDENCE,
         char_rate: dict[int, int] | None = None,
@@ -539,7 +529,7 @@ class Tables:
             GROUP_WORD if group_word is None else group_word,
         )
         return cls(
-            classes=build_class_table(accented_common, cjk_tiers, group_tiers),
+            classes=build_class_table(accented_common, cjk_tiers, group_tiers, cyrillic_common),
             evidence=unpack_evidence(evidence),
             pair_cost=build_pair_costs(
                 chars, RUN_START if run_start is None else run_start, transitions

@@ -324,7 +324,7 @@ def ablate(
         # ablation over 1 case(s): full context scores 1.000 at 23 tokens
         # without                    score    drop  tokens saved
         # ------------------------------------------------------
-        # source:rag                 0.000  +1.000          13.0
+        # source:rag                 0.000  +1.000          14.0
         # retrieval                  0.000  +1.000          13.0
         # most essential: source:rag (score drops by 1.000)
         ```
