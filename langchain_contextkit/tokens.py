@@ -453,7 +453,7 @@ def message_token_costs(
     try:
         hash(counter)
     except TypeError:
-        return [_count_parts(*_message_parts(m, image_tokens), counter) for m in messages]
+        return [_count_parts(*_message_parts(m, image_tokens, counter), counter) for m in messages]
     scale = (counter, image_tokens)
     costs: list[int | None] = (
         [SEEN_MESSAGES.get(m, scale) for m in messages] if by_object else [None] * len(messages)
@@ -468,7 +468,7 @@ def message_token_costs(
     if uncounted:
         # One batch for everything not yet counted: a cold history costs one vectorised
         # pass (count_each), not a counter call per string.
-        parts = [_message_parts(messages[i], image_tokens) for i in uncounted]
+        parts = [_message_parts(messages[i], image_tokens, counter) for i in uncounted]
         counts = iter(count_each([text for _, texts in parts for text in texts], counter))
         for i, (fixed, texts) in zip(uncounted, parts, strict=True):
             cost = fixed + sum(next(counts) for _ in texts)
@@ -513,12 +513,14 @@ def _count_parts(fixed: int, texts: list[str], counter: TokenCounter) -> int:
     return fixed + sum(counter(text) for text in texts)
 
 
-def _message_parts(message: BaseMessage, image_tokens: int) -> tuple[int, list[str]]:
+def _message_parts(
+    message: BaseMessage, image_tokens: int, counter: TokenCounter
+) -> tuple[int, list[str]]:
     """A message's tokens as a fixed part plus the texts the counter must measure."""
     fields = vars(message)
     role = fields.get("role") or _ROLES.get(message.type, message.type)
-    fixed = _TOKENS_PER_MESSAGE
-    texts = [role]
+    fixed = _TOKENS_PER_MESSAGE + _role_tokens(role, counter)
+    texts: list[str] = []
     tool_calls: list[Mapping[str, Any]] = list(fields.get("tool_calls") or [])
     tool_calls += list(fields.get("invalid_tool_calls") or [])
     call_ids = {call.get("id") for call in tool_calls if call.get("id")}
@@ -544,6 +546,23 @@ def _message_parts(message: BaseMessage, image_tokens: int) -> tuple[int, list[s
     if isinstance(tool_call_id, str):
         texts.append(tool_call_id)
     return fixed, texts
+
+
+def _role_tokens(role: str, counter: TokenCounter) -> int:
+    """Tokens of a role name, counted once per counter (a handful of names recur)."""
+    try:
+        cost = _ROLE_TOKENS.get((counter, role))
+    except TypeError:  # a counter that cannot be hashed cannot key the memo
+        return counter(role)
+    if cost is None:
+        cost = counter(role)
+        if len(_ROLE_TOKENS) < _MAX_ROLES:
+            _ROLE_TOKENS[counter, role] = cost
+    return cost
+
+
+_ROLE_TOKENS: dict[tuple[TokenCounter, str], int] = {}
+_MAX_ROLES = 4096
 
 
 def _block_text(block: Mapping[str, Any]) -> str:

@@ -46,6 +46,7 @@ from langchain_contextkit.agents.result_cutter import ResultCutter
 from langchain_contextkit.agents.retrieval_block import (
     RETRIEVAL_ID,
     BlockFree,
+    CallRetrieval,
     config_for,
     query_of,
 )
@@ -269,6 +270,7 @@ class WindowAssembler(TurnFitting):
         anchor: Anchor | None = None,
         reuse_recaps: bool = True,
         store: OffloadStore | None = None,
+        retrieval: CallRetrieval | None = None,
     ) -> WindowAssembly:
         """Lay out one model call (sync). See `aassemble`."""
         start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
@@ -277,7 +279,7 @@ class WindowAssembler(TurnFitting):
             start.offload = offloader.offload(start.view, room=start.room, tools=tools)
             start.view = start.offload.messages
         history, turn = self._split(start, cutter)
-        report = self._block(turn, start.budget)
+        report = self._block(turn, start.budget, retrieval)
         fit = self._fit_as_is(history, summary, turn, start, report)
         lent = fit is None
         if fit is None:
@@ -320,6 +322,7 @@ class WindowAssembler(TurnFitting):
         anchor: Anchor | None = None,
         reuse_recaps: bool = True,
         store: OffloadStore | None = None,
+        retrieval: CallRetrieval | None = None,
     ) -> WindowAssembly:
         """Lay out one model call: the messages to send after the system message.
 
@@ -354,6 +357,9 @@ class WindowAssembler(TurnFitting):
                 passes the agent's LangGraph store): results over `STORE_OFFLOAD_MIN_TOKENS`
                 (or a tenth of the trajectory budget) are offloaded to it, and a result
                 cut to fit is saved to it.
+            retrieval: The call's retrieval (`CallRetrieval`: its scope and the run's
+                callbacks, passed to the sources); pass the same one to a retry of the
+                call and the sources are not asked again.
 
         Raises:
             ContextWindowExceeded: Only when the system prompt, the tool schemas, the
@@ -366,7 +372,7 @@ class WindowAssembler(TurnFitting):
             start.offload = await offloader.aoffload(start.view, room=start.room, tools=tools)
             start.view = start.offload.messages
         history, turn = self._split(start, cutter)
-        report = await self._ablock(turn, start.budget)
+        report = await self._ablock(turn, start.budget, retrieval)
         fit = self._fit_as_is(history, summary, turn, start, report)
         lent = fit is None
         if fit is None:
@@ -524,15 +530,21 @@ class WindowAssembler(TurnFitting):
 
     # -- parts ----------------------------------------------------------------------------
 
-    def _block(self, turn: list[BaseMessage], budget: WindowBudget) -> ContextReport | None:
+    def _block(
+        self, turn: list[BaseMessage], budget: WindowBudget, retrieval: CallRetrieval | None
+    ) -> ContextReport | None:
         if self.builder is None or not turn or budget.rag_budget <= 0:
             return None
-        return self.builder.build_block_report(query_of(turn), budget=budget.rag_budget)
+        retrieval = retrieval or CallRetrieval()
+        return retrieval.report(self.builder, query_of(turn), budget.rag_budget)
 
-    async def _ablock(self, turn: list[BaseMessage], budget: WindowBudget) -> ContextReport | None:
+    async def _ablock(
+        self, turn: list[BaseMessage], budget: WindowBudget, retrieval: CallRetrieval | None
+    ) -> ContextReport | None:
         if self.builder is None or not turn or budget.rag_budget <= 0:
             return None
-        return await self.builder.abuild_block_report(query_of(turn), budget=budget.rag_budget)
+        retrieval = retrieval or CallRetrieval()
+        return await retrieval.areport(self.builder, query_of(turn), budget.rag_budget)
 
 
 def _offloader_for(

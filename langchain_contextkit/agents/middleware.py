@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from langchain.agents.middleware.types import (
@@ -48,12 +48,15 @@ from langchain_contextkit.agents.ledger_log import (
     ledger_record,
 )
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
+from langchain_contextkit.agents.retrieval_block import CallRetrieval
 from langchain_contextkit.agents.state import (
     LEDGER_KEY,
     MIDDLEWARE_NAME,
     SUMMARY_KEY,
     CompactionState,
     ContextKitState,
+    call_scope,
+    run_callbacks,
     runs_in_thread,
     thread_id,
 )
@@ -120,6 +123,8 @@ class _Call:
     store: OffloadStore | None = None
     """Where results that do not fit are saved: the agent's LangGraph store, when it has
     one and no `offload=` store was configured."""
+    retrieval: CallRetrieval = field(default_factory=CallRetrieval)
+    """The call's retrieval: its scope and callbacks, and the candidates a retry reuses."""
 
 
 class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
@@ -398,7 +403,10 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             if self.summarize_in_place and compactor.llm is not None
             else None
         )
-        return _Call(request, budget, summary, ledgers, calibration, in_place, in_thread)
+        retrieval = CallRetrieval(call_scope(request), run_callbacks())
+        return _Call(
+            request, budget, summary, ledgers, calibration, in_place, in_thread, retrieval=retrieval
+        )
 
     def _store_for(self, request: ModelRequest[Any]) -> OffloadStore | None:
         """The agent's LangGraph store as an offload store (None: none, or `offload=` set).
@@ -548,6 +556,7 @@ class _AssemblyArgs(TypedDict):
     anchor: Anchor | None
     reuse_recaps: bool
     store: OffloadStore | None
+    retrieval: CallRetrieval
 
 
 def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
@@ -564,6 +573,7 @@ def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
         anchor=None if shrink else anchor_from(call.ledgers, call.calibration),
         reuse_recaps=not call.in_thread,
         store=call.store,
+        retrieval=call.retrieval,
     )
 
 

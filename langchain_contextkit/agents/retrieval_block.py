@@ -18,11 +18,15 @@ from langchain_contextkit.budget import ContextConfig
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from langchain_core.callbacks import Callbacks
+
+    from langchain_contextkit.builder.gather import Gathered
     from langchain_contextkit.builder.report import ContextReport
-    from langchain_contextkit.sources.base import ContextSource
+    from langchain_contextkit.builder.runnable import ContextBuilder
+    from langchain_contextkit.sources.base import ContextSource, Scope
 
 
-__all__ = ["RETRIEVAL_ID", "BlockFree", "block_message", "config_for", "query_of"]
+__all__ = ["RETRIEVAL_ID", "BlockFree", "CallRetrieval", "block_message", "config_for", "query_of"]
 
 RETRIEVAL_ID = "contextkit-retrieval"
 """Id of the retrieval-block message, so it is recognised (and never stored as history)."""
@@ -72,3 +76,37 @@ def block_message(report: ContextReport | None) -> HumanMessage | None:
     if report is None or not report.text.strip():
         return None
     return HumanMessage(report.text, id=RETRIEVAL_ID)
+
+
+class CallRetrieval:
+    """One model call's retrieval: who asks (scope, the run's callbacks) and what came back.
+
+    The sources are asked once per call: a retry after a refusal budgets the same
+    candidates into its smaller block instead of fetching them again.
+    """
+
+    def __init__(self, scope: Scope | None = None, callbacks: Callbacks = None) -> None:
+        """Remember who asks; nothing is fetched yet."""
+        self.scope = scope
+        self.callbacks = callbacks
+        self._fetched: tuple[str, Gathered] | None = None
+
+    def report(self, builder: ContextBuilder, query: str, budget: int) -> ContextReport:
+        """The block for `query` within `budget`, fetched on the first call only."""
+        gathered = self._known(query)
+        if gathered is None:
+            gathered = builder.gather(query, scope=self.scope, callbacks=self.callbacks)
+            self._fetched = (query, gathered)
+        return builder.build_block_report(query, budget=budget, gathered=gathered)
+
+    async def areport(self, builder: ContextBuilder, query: str, budget: int) -> ContextReport:
+        """Async `report`."""
+        gathered = self._known(query)
+        if gathered is None:
+            gathered = await builder.agather(query, scope=self.scope, callbacks=self.callbacks)
+            self._fetched = (query, gathered)
+        return await builder.abuild_block_report(query, budget=budget, gathered=gathered)
+
+    def _known(self, query: str) -> Gathered | None:
+        fetched = self._fetched
+        return fetched[1] if fetched is not None and fetched[0] == query else None

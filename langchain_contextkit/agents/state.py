@@ -1,11 +1,11 @@
-"""The agent-state keys the library keeps, the state schemas, and a call's thread.
+"""The agent-state keys the library keeps, the state schemas, and who a call serves.
 
 One module names every key, so the middlewares, the graph nodes and the tests agree.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain.agents.middleware.types import (
     AgentState,
@@ -13,9 +13,14 @@ from langchain.agents.middleware.types import (
     OmitFromInput,
     PrivateStateAttr,
 )
+from langchain_core.runnables import ensure_config
 from typing_extensions import NotRequired
 
 from langchain_contextkit.calibration import CALIBRATION_KEY
+from langchain_contextkit.sources.base import Scope
+
+if TYPE_CHECKING:
+    from langchain_core.callbacks import Callbacks
 
 __all__ = [
     "CALIBRATION_KEY",
@@ -24,6 +29,8 @@ __all__ = [
     "SUMMARY_KEY",
     "CompactionState",
     "ContextKitState",
+    "call_scope",
+    "run_callbacks",
     "runs_in_thread",
     "thread_id",
 ]
@@ -73,3 +80,23 @@ def thread_id(request: ModelRequest[Any]) -> str | None:
     info = getattr(runtime, "execution_info", None)
     thread = getattr(info, "thread_id", None)
     return None if thread is None else str(thread)
+
+
+def call_scope(request: ModelRequest[Any]) -> Scope:
+    """Who the call serves, for the sources: its thread, and the run's user when stated.
+
+    The user comes from the run's ``configurable`` (``user_id``, LangGraph's convention)
+    or the runtime context's ``user_id`` attribute or key.
+    """
+    configurable = ensure_config().get("configurable") or {}
+    user = configurable.get("user_id")
+    context = getattr(getattr(request, "runtime", None), "context", None)
+    if user is None and context is not None:
+        stated = context.get("user_id") if isinstance(context, dict) else None
+        user = stated if stated is not None else getattr(context, "user_id", None)
+    return Scope(user=None if user is None else str(user), thread=thread_id(request))
+
+
+def run_callbacks() -> Callbacks:
+    """The callbacks of the run the model call belongs to (None outside a run)."""
+    return ensure_config().get("callbacks")

@@ -158,7 +158,7 @@ def assemble(
     if (
         config.allow_borrow
         and measured < budget
-        and layout.fill(allocation, prices, budget - measured, counter)
+        and layout.fill(allocation, prices, budget - measured, counter, measured=measured)
     ):
         measured = layout.measure(counter)
     while measured > budget:  # the rendered block, measured whole, is what must fit
@@ -231,6 +231,13 @@ class _Layout:
         del self.kept[name][position]
         self.text = self._render(self.kept)
 
+    def _section_size(self, name: str, counter: TokenCounter, measured: int | None) -> int:
+        """Tokens of `name`'s section as kept; a block of that one section is `measured`."""
+        if not self.kept[name]:
+            return 0
+        text = self._section(name, self.kept[name])
+        return measured if measured is not None and text == self.text else counter(text)
+
     def _section(self, name: str, indices: list[int]) -> str:
         items = [self.rankings[name].candidates[i].content for i in indices]
         return render_section(name, items, self.prompts, fenced=name in self.fenced)
@@ -241,6 +248,8 @@ class _Layout:
         demands: Mapping[str, SourceDemand],
         room: int,
         counter: TokenCounter,
+        *,
+        measured: int | None = None,
     ) -> bool:
         """Add passed-over candidates while the block seems to have room; True if any was.
 
@@ -255,7 +264,7 @@ class _Layout:
         for name, share in allocation.items():
             demand = demands[name]
             rank = {index: position for position, index in enumerate(share.ranked)}
-            section_size = counter(self._section(name, self.kept[name])) if self.kept[name] else 0
+            section_size = self._section_size(name, counter, measured)
             for index in share.passed_over:
                 if failures >= _MAX_FAILED_FILLS or room <= 0:
                     break

@@ -43,9 +43,7 @@ print(context)
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +62,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.builder._assembly import Assembly, assemble, section_names
+from langchain_contextkit.builder.gather import Gathered, agather, gather
 from langchain_contextkit.builder.report import ContextReport, _report
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.prompts import PromptRegistry
@@ -89,22 +88,6 @@ class BuilderInput(TypedDict):
     query: str
     scope: NotRequired[Scope | None]
     system_prompt: NotRequired[str]
-
-
-class _Gathered:
-    """Candidates per source, failures and timings of one gather."""
-
-    def __init__(self) -> None:
-        self.results: dict[str, list[RetrievalResult]] = {}
-        self.errors: dict[str, str] = {}
-        self.seconds: dict[str, float] = {}
-
-    def record_failure(self, source: ContextSource, exc: Exception, *, strict: bool) -> None:
-        if strict:
-            raise exc
-        logger.warning("context source %r failed, building without it: %r", source.name, exc)
-        self.results[source.name] = []
-        self.errors[source.name] = f"{type(exc).__name__}: {exc}"
 
 
 class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
@@ -235,20 +218,8 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         sources: Sequence[ContextSource],
         scope: Scope | None,
         callbacks: Callbacks,
-    ) -> _Gathered:
-        gathered = _Gathered()
-        # Callables that take a scope always get one, if only an empty one.
-        scope = scope if scope is not None else Scope()
-        for source in sources:
-            start = time.perf_counter()
-            try:
-                results = source.collect(query, scope, callbacks=callbacks)
-            except Exception as exc:  # noqa: BLE001 - one failing source must not sink the build
-                gathered.record_failure(source, exc, strict=self.strict)
-            else:
-                gathered.results[source.name] = list(results)
-            gathered.seconds[source.name] = time.perf_counter() - start
-        return gathered
+    ) -> Gathered:
+        return gather(query, sources, scope, callbacks, strict=self.strict)
 
     async def _agather(
         self,
@@ -256,31 +227,37 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         sources: Sequence[ContextSource],
         scope: Scope | None,
         callbacks: Callbacks,
-    ) -> _Gathered:
-        gathered = _Gathered()
-        scope = scope if scope is not None else Scope()
+    ) -> Gathered:
+        return await agather(query, sources, scope, callbacks, strict=self.strict)
 
-        async def one(source: ContextSource) -> None:
-            start = time.perf_counter()
-            try:
-                results = await source.acollect(query, scope, callbacks=callbacks)
-            except Exception as exc:  # noqa: BLE001 - one failing source must not sink the build
-                gathered.record_failure(source, exc, strict=self.strict)
-            else:
-                gathered.results[source.name] = list(results)
-            gathered.seconds[source.name] = time.perf_counter() - start
+    def gather(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        scope: Scope | None = None,
+        callbacks: Callbacks = None,
+    ) -> Gathered:
+        """Fetch `query` from the sources without budgeting: pass it on as `gathered=`."""
+        return self._gather(query, self._resolve(sources), scope, callbacks)
 
-        await asyncio.gather(*(one(source) for source in sources))
-        # Keep the order of `sources`, whatever order the fetches finished in.
-        gathered.results = {s.name: gathered.results[s.name] for s in sources}
-        return gathered
+    async def agather(
+        self,
+        query: str,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        scope: Scope | None = None,
+        callbacks: Callbacks = None,
+    ) -> Gathered:
+        """Async `gather`: every source fetched concurrently."""
+        return await self._agather(query, self._resolve(sources), scope, callbacks)
 
     def _fenced(self, *, flat: bool) -> frozenset[str]:
         if self.config.data_boundary_sections is not None:
             return self.config.data_boundary_sections
         return frozenset() if flat else _BLOCK_FENCED
 
-    def _assemble(self, gathered: _Gathered, budget: int, *, flat: bool) -> Assembly:
+    def _assemble(self, gathered: Gathered, budget: int, *, flat: bool) -> Assembly:
         return assemble(
             gathered.results,
             budget=budget,
@@ -367,6 +344,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         scope: Scope | None = None,
         budget: int | None = None,
         callbacks: Callbacks = None,
+        gathered: Gathered | None = None,
     ) -> ContextReport:
         """Build the dynamic block alone and report every decision.
 
@@ -377,10 +355,13 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
             budget: The block's cap, e.g. `WindowBudget.rag_budget`; the config's dynamic
                 region when None.
             callbacks: Callbacks for the sources' own runs.
+            gathered: Candidates already fetched for `query` (`ContextBuilder.gather`):
+                budgeted again instead of fetched again.
         """
         chosen = self._resolve(sources)
         block_budget = self._block_budget(budget, "")
-        gathered = self._gather(query, chosen, scope, callbacks)
+        if gathered is None:
+            gathered = self._gather(query, chosen, scope, callbacks)
         assembly = self._assemble(gathered, block_budget, flat=False)
         return _report(assembly, assembly.block, gathered.seconds, section_names(self.config))
 
@@ -392,11 +373,13 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         scope: Scope | None = None,
         budget: int | None = None,
         callbacks: Callbacks = None,
+        gathered: Gathered | None = None,
     ) -> ContextReport:
         """Async twin of `build_block_report`; fetches from all sources concurrently."""
         chosen = self._resolve(sources)
         block_budget = self._block_budget(budget, "")
-        gathered = await self._agather(query, chosen, scope, callbacks)
+        if gathered is None:
+            gathered = await self._agather(query, chosen, scope, callbacks)
         assembly = self._assemble(gathered, block_budget, flat=False)
         return _report(assembly, assembly.block, gathered.seconds, section_names(self.config))
 

@@ -325,7 +325,7 @@ def ablate(
         # without                    score    drop  tokens saved
         # ------------------------------------------------------
         # source:rag                 0.000  +1.000          14.0
-        # retrieval                  0.000  +1.000          13.0
+        # retrieval                  0.000  +1.000          14.0
         # most essential: source:rag (score drops by 1.000)
         ```
     """
