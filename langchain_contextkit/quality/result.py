@@ -72,7 +72,7 @@ class GateResult:
         result = gate.check([HumanMessage("a question far too long for five tokens")])
         print(result)
         # quality gate FAILED (1 failed): 2 checks, 1 not applicable
-        #   FAIL  max_request_tokens         17 <= 5        the messages, counted
+        #   FAIL  max_request_tokens         18 <= 5        the messages, counted
         #   n/a   min_evidence                - >= 1        a message list has no kept items
         stored = result.to_dict()  # what a call's ledger keeps under "gate"
         assert GateResult.from_dict(stored) == result
