@@ -42,7 +42,12 @@ from langchain_contextkit.agents.cache_marks import apply_cache_marks, mark_stab
 from langchain_contextkit.agents.ledger import Anchor, CallLedger, next_call_number, with_ledger
 from langchain_contextkit.agents.ledger_log import LEDGER_EVENT, LedgerWriter, ledger_record
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
-from langchain_contextkit.agents.providers import caches_explicitly, no_tools_choice
+from langchain_contextkit.agents.providers import (
+    caches_explicitly,
+    marks_with_cache_points,
+    no_tools_choice,
+    requires_human_first,
+)
 from langchain_contextkit.calibration import (
     CALIBRATION_KEY,
     Calibration,
@@ -212,6 +217,7 @@ class InPlaceSummary:
                 tools=self.request.tools,
                 model_settings={},
                 room_for_inner=False,
+                cache_point=marks_with_cache_points(llm),
             )
         system = [system_message] if system_message else []
         return model, [*system, *messages]
@@ -653,8 +659,12 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         if counter is None and kwargs.get("compactor") is None:
             counter = exact_counter_for(model)
         if kwargs.get("compactor") is None:
+            # Bedrock (and Claude) refuse a list that opens with an assistant turn: the
+            # recap then goes first as the user's message.
             kwargs["compactor"] = HistoryCompactor(
-                model if summaries == "model" else None, token_counter=counter or count_tokens
+                model if summaries == "model" else None,
+                token_counter=counter or count_tokens,
+                require_human_first=requires_human_first(model),
             )
         # Neither the window nor the output limit is frozen here: each call reads them from
         # the profile of the model it goes to (the fallback only where that says nothing).
