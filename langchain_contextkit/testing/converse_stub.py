@@ -45,13 +45,17 @@ _STOP_REASONS = {"tool_use": "tool_use", "end_turn": "end_turn", "max_tokens": "
 
 
 def _refuse(message: str) -> Exception:
-    from botocore.exceptions import ClientError  # noqa: PLC0415 - an optional extra
+    # botocore ships no type hints.
+    from botocore.exceptions import (  # type: ignore[import-untyped]  # noqa: PLC0415 - optional
+        ClientError,
+    )
 
     # Bedrock words an over-long prompt its own way; langchain-aws reads it as an overflow.
     if message.startswith(("prompt is too long", "input length")):
         message = f"Input is too long for requested model. ({message})"
     error = {"Error": {"Code": "ValidationException", "Message": message}}
-    return ClientError(error, "Converse")  # type: ignore[arg-type]
+    refused: Exception = ClientError(error, "Converse")
+    return refused
 
 
 def _anthropic_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -206,11 +210,11 @@ def bedrock_model(
     from langchain_aws import ChatBedrockConverse  # noqa: PLC0415 - an optional extra
 
     return ChatBedrockConverse(
-        model=model_id,
+        model_id=model_id,
         client=ConverseClient(stub),
         region_name="us-east-1",
-        aws_access_key_id="stub",  # type: ignore[arg-type]
-        aws_secret_access_key="stub",  # type: ignore[arg-type]  # noqa: S106 - no real key
+        aws_access_key_id="stub",
+        aws_secret_access_key="stub",  # noqa: S106 - no real key
         max_tokens=max_tokens,
         profile={"max_input_tokens": stub.window, "max_output_tokens": max_tokens},
     )
