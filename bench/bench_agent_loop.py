@@ -44,6 +44,13 @@ Targets: 0 HTTP 400s, 0 failed turns, and facts at the last call >= the extracti
 Targets (the untuned default, both ways): window 8,000: 0 HTTP 400s, cache-hit >= 0.95,
 uncached <= 0.6x the anchor's, every planted fact visible at the last call; window
 128,000: no compaction, and the last request holds every turn. Exits 1 on any FAIL.
+
+Anthropic rows (`_anthropic_rows.py`, `--anthropic`): the same script through
+`ChatAnthropic` against `AnthropicStub` with `AnthropicPromptCachingMiddleware`, at 8k and
+128k: the floor, `SummarizationMiddleware`, ours with and without a retrieval source,
+checkpointed and stateless; read share next to the ideal share computed from the requests
+the stub saw, cost in plain-token units next to the cost of ideal breakpoints, refused
+calls, the recap calls' cache reads and the planted facts.
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _agent_script as script
+from _anthropic_rows import bench_anthropic
 
 from langchain_contextkit.agents.middleware import ContextKitMiddleware
 from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall, content_text
@@ -509,15 +517,25 @@ def main() -> int:
         default="with",
         help="the misbehaving-summariser rows at 8k (default: after the other runs)",
     )
+    parser.add_argument(
+        "--anthropic",
+        choices=("with", "without", "only"),
+        default="with",
+        help="the Anthropic rows at each window (default: after the OpenAI rows)",
+    )
     args = parser.parse_args()
     runs = [(w, args.long_results) for w in args.window] if args.window else list(RUNS)
     failures: list[str] = []
-    for window, long_results in runs if args.summarisers != "only" else ():
+    openai_rows = args.anthropic != "only"
+    for window, long_results in runs if openai_rows and args.summarisers != "only" else ():
         failures += bench_window(
             window, args.turns, long_results=long_results, reference=not args.no_reference
         )
-    if args.summarisers != "without":
+    if openai_rows and args.summarisers != "without":
         failures += bench_summarisers(args.turns)
+    if args.anthropic != "without":
+        for window in args.window or WINDOWS:
+            failures += bench_anthropic(window, args.turns)
     print()
     if failures:
         print(f"FAIL: {len(failures)} of the targets missed")

@@ -24,7 +24,11 @@ within `MAX_CACHE_BREAKPOINTS`, in either stacking order:
   caching middleware may still add (system, last tool, tail).
 
 The marks are content-block fields (``{"type": "text", ..., "cache_control": ...}``) on
-copies of the messages; the agent's stored history is never touched.
+copies of the messages; the agent's stored history is never touched. For Bedrock's
+Converse API (`marks_with_cache_points`) a mark is a ``{"cachePoint": {"type": "default"}}``
+block after the text instead, the form langchain-aws passes on (it drops a text block's
+``cache_control``); its ``BedrockPromptCachingMiddleware`` places its own points inside the
+adapter, after ours and within the limit, so ours leave room for its system and tail points.
 """
 
 from __future__ import annotations
@@ -34,7 +38,11 @@ from typing import TYPE_CHECKING, Any, cast
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
-from langchain_contextkit.agents.providers import MAX_CACHE_BREAKPOINTS, caches_explicitly
+from langchain_contextkit.agents.providers import (
+    MAX_CACHE_BREAKPOINTS,
+    caches_explicitly,
+    marks_with_cache_points,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -54,6 +62,9 @@ __all__ = [
 DEFAULT_CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 """The breakpoint placed: Anthropic's default 5-minute cache."""
 
+_CACHE_POINT: dict[str, dict[str, str]] = {"cachePoint": {"type": "default"}}
+"""The breakpoint as Bedrock's Converse API takes it: a block of its own."""
+
 _RETRIEVAL_ID = "contextkit-retrieval"  # agents.assembler.RETRIEVAL_ID (not imported: no cycle)
 _RECAP_ID_PREFIX = "contextkit-recap-"  # compaction.compactor.RECAP_ID_PREFIX
 
@@ -61,7 +72,11 @@ _RECAP_ID_PREFIX = "contextkit-recap-"  # compaction.compactor.RECAP_ID_PREFIX
 def _blocks_marked(content: object) -> int:
     if not isinstance(content, list):
         return 0
-    return sum(1 for block in content if isinstance(block, dict) and "cache_control" in block)
+    return sum(
+        1
+        for block in content
+        if isinstance(block, dict) and ("cache_control" in block or "cachePoint" in block)
+    )
 
 
 def _tool_marked(tool: object) -> bool:
@@ -125,31 +140,32 @@ def stable_prefix_ends(messages: Sequence[BaseMessage]) -> tuple[int | None, int
     return recap, end if end > first else None
 
 
-def mark_message(message: BaseMessage, cache_control: Mapping[str, Any]) -> BaseMessage | None:
+def mark_message(
+    message: BaseMessage, cache_control: Mapping[str, Any], *, cache_point: bool = False
+) -> BaseMessage | None:
     """A copy of `message` with a breakpoint on its last text block (None: none to mark).
 
     Only non-empty text blocks take the mark: langchain-anthropic rebuilds ``tool_use``
     blocks from the tool calls (a mark there is lost) and Anthropic refuses empty text.
-    A tool message's mark is moved onto its ``tool_result`` by the adapter.
+    A tool message's mark is moved onto its ``tool_result`` by the adapter. With
+    `cache_point` the mark is a Converse ``cachePoint`` block right after that text block.
     """
     content = message.content
-    if isinstance(content, str):
-        if not content.strip():
-            return None
-        blocks: list[Any] = [
-            {"type": "text", "text": content, "cache_control": dict(cache_control)}
-        ]
-        return message.model_copy(update={"content": blocks})
-    for index in range(len(content) - 1, -1, -1):
-        block = content[index]
+    blocks: list[Any] = (
+        [{"type": "text", "text": content}] if isinstance(content, str) else [*content]
+    )
+    for index in range(len(blocks) - 1, -1, -1):
+        block = blocks[index]
         if (
             isinstance(block, dict)
             and block.get("type") == "text"
             and str(block.get("text", "")).strip()
         ):
-            marked = [*content]
-            marked[index] = {**block, "cache_control": dict(cache_control)}
-            return message.model_copy(update={"content": marked})
+            if cache_point:
+                blocks.insert(index + 1, {"cachePoint": dict(_CACHE_POINT["cachePoint"])})
+            else:
+                blocks[index] = {**block, "cache_control": dict(cache_control)}
+            return message.model_copy(update={"content": blocks})
     return None
 
 
@@ -166,15 +182,26 @@ def _without_marks(message: SystemMessage) -> SystemMessage:
     return message.model_copy(update={"content": blocks})
 
 
-def _inner_marks(system_message: SystemMessage | None, tools: Sequence[Any]) -> int:
-    """What a caching middleware inside ours may still add: system, last tool, tail."""
+def _inner_marks(
+    system_message: SystemMessage | None, tools: Sequence[Any], *, cache_point: bool
+) -> int:
+    """What a caching middleware inside ours may still add: system, last tool, tail.
+
+    Converse: langchain-aws adds its points in the adapter within what is left, system
+    and tail first; the tools' point is the one it drops (the system point covers them).
+    """
     system = 1 if system_message is not None and system_message.text.strip() else 0
-    tool = 1 if tools and isinstance(tools[-1], BaseTool) else 0
+    tool = 1 if tools and isinstance(tools[-1], BaseTool) and not cache_point else 0
     return system + tool + 1
 
 
 def _mark_back(
-    messages: list[BaseMessage], last: int, first: int, cache_control: Mapping[str, Any]
+    messages: list[BaseMessage],
+    last: int,
+    first: int,
+    cache_control: Mapping[str, Any],
+    *,
+    cache_point: bool,
 ) -> bool:
     """Mark the latest markable message in ``messages[first..last]`` in place.
 
@@ -187,7 +214,7 @@ def _mark_back(
             return False  # already ends an entry (two ends fell on one message)
         if isinstance(message, AIMessage) and message.tool_calls:
             continue  # its text precedes its tool calls: the entry would split the pair
-        marked = mark_message(message, cache_control)
+        marked = mark_message(message, cache_control, cache_point=cache_point)
         if marked is not None:
             messages[index] = marked
             return True
@@ -202,6 +229,7 @@ def mark_stable_prefix(
     model_settings: Mapping[str, Any],
     cache_control: Mapping[str, Any] = DEFAULT_CACHE_CONTROL,
     room_for_inner: bool = True,
+    cache_point: bool = False,
 ) -> tuple[SystemMessage | None, list[BaseMessage]]:
     """Breakpoints at the end of the older turns and of the recap, within the limit.
 
@@ -214,6 +242,9 @@ def mark_stable_prefix(
         room_for_inner: When the request carries no marks yet, leave room for those a
             caching middleware called after this one may add (False for a request sent
             directly, as a recap request is).
+        cache_point: Marks as Converse ``cachePoint`` blocks (`marks_with_cache_points`).
+            Bedrock's caching middleware marks inside the adapter, after ours, so its room
+            is kept whatever the stacking order, and its top-level setting is no mark.
 
     Returns:
         The system message (its mark moved to the recap when there is one) and the
@@ -221,9 +252,13 @@ def mark_stable_prefix(
     """
     marked = list(messages)
     existing = count_cache_marks(
-        system_message=system_message, tools=tools, messages=marked, model_settings=model_settings
+        system_message=system_message,
+        tools=tools,
+        messages=marked,
+        model_settings={} if cache_point else model_settings,
     )
-    reserve = _inner_marks(system_message, tools) if room_for_inner and not existing else 0
+    inner = room_for_inner and (cache_point or not existing)
+    reserve = _inner_marks(system_message, tools, cache_point=cache_point) if inner else 0
     free = MAX_CACHE_BREAKPOINTS - existing - reserve
     recap, older = stable_prefix_ends(marked)
     if (
@@ -233,17 +268,22 @@ def mark_stable_prefix(
         and isinstance(marked[recap], SystemMessage)
     ):
         # The recap follows the prompt in Anthropic's `system`: one entry covers both.
-        moved = mark_message(marked[recap], cache_control)
+        moved = mark_message(marked[recap], cache_control, cache_point=cache_point)
         if moved is not None:
             free += _blocks_marked(system_message.content) - 1
             system_message = _without_marks(system_message)
             marked[recap] = moved
             recap = None
     first = 0 if recap is None else recap + 1
-    if older is not None and free > 0 and _mark_back(marked, older, first, cache_control):
+    if (
+        older is not None
+        and free > 0
+        and _mark_back(marked, older, first, cache_control, cache_point=cache_point)
+    ):
         free -= 1
     if recap is not None and free > 0:
-        marked[recap] = mark_message(marked[recap], cache_control) or marked[recap]
+        recap_marked = mark_message(marked[recap], cache_control, cache_point=cache_point)
+        marked[recap] = recap_marked or marked[recap]
     return system_message, marked
 
 
@@ -259,6 +299,7 @@ def apply_cache_marks(request: ModelRequest[Any]) -> ModelRequest[Any]:
         system_message=request.system_message,
         tools=request.tools,
         model_settings=request.model_settings,
+        cache_point=marks_with_cache_points(request.model),
     )
     return request.override(
         system_message=system_message, messages=cast("list[AnyMessage]", messages)

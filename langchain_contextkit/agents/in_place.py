@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_contextkit.agents.cache_marks import mark_stable_prefix
-from langchain_contextkit.agents.providers import caches_explicitly, no_tools_choice
+from langchain_contextkit.agents.providers import (
+    caches_explicitly,
+    marks_with_cache_points,
+    no_tools_choice,
+)
 from langchain_contextkit.compaction.summarizers import SUMMARY_CONFIG
 from langchain_contextkit.messages import repair_messages, system_placement_for
 from langchain_contextkit.tokens import (
@@ -124,6 +128,7 @@ class InPlaceSummary:
                 tools=self.request.tools,
                 model_settings={},
                 room_for_inner=False,
+                cache_point=marks_with_cache_points(llm),
             )
         system = [system_message] if system_message else []
         return model, [*system, *messages]

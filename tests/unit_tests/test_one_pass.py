@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
-from uuid import UUID
+from typing import TYPE_CHECKING, Any
 
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_contextkit import (
@@ -24,6 +23,9 @@ from langchain_contextkit.agents.retrieval_block import RETRIEVAL_ID
 from langchain_contextkit.sources.base import Scope
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from uuid import UUID
 
 FACTS = [
     ("Ticket T-{n}: the parcel for order {n} left the Leeds depot at 06:{m:02d}.", 0.9),
@@ -134,9 +136,7 @@ def test_each_part_of_a_request_is_counted_once_per_call() -> None:
         agent.invoke({"messages": [HumanMessage(f"Turn {turn}: where is order {turn}?")]}, config)
         block = [text for text in counted if text.startswith("[Knowledge]")]
         assert block  # the block is built every call
-        twice = {
-            text[:60]: n for text, n in counted.items() if n > (2 if text in block else 1)
-        }
+        twice = {text[:60]: n for text, n in counted.items() if n > (2 if text in block else 1)}
         assert not twice, (turn, twice)
     ledgers = agent.get_state(config).values["contextkit_ledger"]
     assert any(ledger["compacted"] for ledger in ledgers) or len(model.requests) == 40
