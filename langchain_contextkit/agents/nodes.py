@@ -265,8 +265,9 @@ def reducer_node(
     rag_in_scope: bool = False,
     budget_config: WindowBudgetConfig | None = None,
     summarize: SummarizerLike | None = None,
-    counter: TokenCounter = count_tokens,
+    token_counter: TokenCounter | None = None,
     config: ReducerConfig | None = None,
+    counter: TokenCounter | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """Build a trajectory-reducer node (sync and async) for one paradigm.
 
@@ -295,8 +296,10 @@ def reducer_node(
         budget_config: The window ledger's knobs.
         summarize: The summariser (async or sync callback, or object); extractive when
             None.
-        counter: Counts the tokens of one string.
+        token_counter: Counts the tokens of one string (`count_tokens` by default), as
+            in every other node and middleware.
         config: How much recent text stays verbatim (`ReducerConfig`).
+        counter: The reducers' own name for `token_counter` (seed 002), kept as an alias.
 
     Returns:
         A runnable node.
@@ -331,6 +334,10 @@ def reducer_node(
     if paradigm not in _DEFAULT_STATE_KEYS:
         msg = f"paradigm must be one of {sorted(_DEFAULT_STATE_KEYS)}, got {paradigm!r}."
         raise ConfigError(msg)
+    if token_counter is not None and counter is not None and token_counter is not counter:
+        msg = "pass the counter once: token_counter= (counter= is its alias)"
+        raise ConfigError(msg)
+    counter = token_counter or counter or count_tokens
     source = state_key or _DEFAULT_STATE_KEYS[paradigm]
     target = output_key or _DEFAULT_OUTPUT_KEYS[paradigm]
     limit = _trajectory_budget(
