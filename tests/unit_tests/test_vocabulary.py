@@ -94,7 +94,7 @@ def test_async_twins_take_the_same_keywords() -> None:
         _parameters(HistoryCompactor.acompact),
     )
     # seed 002: compact(history, *, summarize) / acompact(history, *, asummarize)
-    assert [n.removeprefix("a") for n in acompact] == [n for n in compact]
+    assert [n.removeprefix("a") for n in acompact] == list(compact)
 
 
 def test_state_keys_come_from_one_module() -> None:
