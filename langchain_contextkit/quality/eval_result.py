@@ -309,16 +309,17 @@ class EvalResult:
 
     def text(self) -> str:
         """The table: one line per case, then the figures."""
+        width = max(len("case"), *(len(c.case_id) for c in self.cases))
         head = (
-            f"  {'case':<8} {'score':>6} {'tokens':>7} {'limit':>7} {'over':>4} {'gate':>4}"
+            f"  {'case':<{width}} {'score':>6} {'tokens':>7} {'limit':>7} {'over':>4} {'gate':>4}"
             f" {'ms':>8} {'cache':>6}  answer"
         )
         lines = [
             f"evaluate {self.target} over {len(self.cases)} case(s), judge {self.judge}",
             head,
-            "  " + "-" * (len(head) - 2 + 8),
+            "  " + "-" * (len(head) - 2 + _ANSWER_CHARS),
         ]
-        lines += [f"  {_case_line(c)}" for c in self.cases]
+        lines += [f"  {_case_line(c, width)}" for c in self.cases]
         lines += _summary(self)
         return "\n".join(lines)
 
@@ -343,7 +344,7 @@ def _case_delta(
     )
 
 
-def _case_line(case: CaseResult) -> str:
+def _case_line(case: CaseResult, width: int) -> str:
     answer = " ".join(case.answer.split())
     if len(answer) > _ANSWER_CHARS:
         answer = answer[: _ANSWER_CHARS - 3] + "..."
@@ -352,7 +353,7 @@ def _case_line(case: CaseResult) -> str:
     share = case.cache_read_share
     cache = "-" if share is None else f"{share:.0%}"
     return (
-        f"{case.case_id:<8} {case.score:6.3f} {case.tokens:7,} {limit:>7} "
+        f"{case.case_id:<{width}} {case.score:6.3f} {case.tokens:7,} {limit:>7} "
         f"{'yes' if case.over_budget else 'no':>4} {gate:>4} {case.latency_ms:8.1f} "
         f"{cache:>6}  {answer}"
     )
