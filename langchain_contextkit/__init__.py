@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from langchain_contextkit.dashboard import (
         LedgerDashboard as LedgerDashboard,
         LedgerFigures as LedgerFigures,
+        compare_ledgers as compare_ledgers,
         plot_ledger as plot_ledger,
         summarize_ledgers as summarize_ledgers,
     )
@@ -213,7 +214,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "summarizer_from_llm",
     ),
     "config": ("ContextKitConfig",),
-    "dashboard": ("LedgerDashboard", "LedgerFigures", "plot_ledger", "summarize_ledgers"),
+    "dashboard": (
+        "LedgerDashboard",
+        "LedgerFigures",
+        "compare_ledgers",
+        "plot_ledger",
+        "summarize_ledgers",
+    ),
     "errors": (
         "ConfigError",
         "ContextKitError",

@@ -59,6 +59,7 @@ EXPECTED_ALL = {
     "FigureDelta",
     "JudgeScore",
     "aevaluate",
+    "compare_ledgers",
     "evaluate",
     # history compaction (issue 4)
     "CompactionConfig",
