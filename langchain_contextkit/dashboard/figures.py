@@ -295,9 +295,9 @@ def _rows(figures: LedgerFigures) -> list[tuple[str, str]]:
     latency = (
         "n/a: no call carries model_ms"
         if figures.latency_mean_ms is None or figures.latency_p95_ms is None
-        else f"model call mean {figures.latency_mean_ms:,.1f} ms, p95 "
+        else f"model mean {figures.latency_mean_ms:,.1f} ms, p95 "
         f"{figures.latency_p95_ms:,.1f} ms; middleware "
-        f"{_ms(figures.middleware_mean_ms)} per call ({figures.timed_calls} timed calls)"
+        f"{_ms(figures.middleware_mean_ms)} a call ({figures.timed_calls} timed)"
     )
     return [
         ("calls", f"{calls:,}"),

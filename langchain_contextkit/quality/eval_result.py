@@ -46,7 +46,7 @@ EVAL_FIGURES = (
 )
 """The figures of a result, as drift compares them."""
 
-_ANSWER_CHARS = 40
+_ANSWER_CHARS = 30
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -317,7 +317,7 @@ class EvalResult:
         lines = [
             f"evaluate {self.target} over {len(self.cases)} case(s), judge {self.judge}",
             head,
-            "  " + "-" * (len(head) - 2 + _ANSWER_CHARS),
+            "  " + "-" * (len(head) - 2),
         ]
         lines += [f"  {_case_line(c, width)}" for c in self.cases]
         lines += _summary(self)

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_contextkit.agents.middleware import ContextKitMiddleware
 from langchain_contextkit.cli.demo.script import FACTS, SYSTEM_PROMPT, TURNS
 from langchain_contextkit.compaction.compactor import HistoryCompactor
-from langchain_contextkit.quality import EvalCase
+from langchain_contextkit.quality import EvalCase, evaluate
 from langchain_contextkit.sources.docs import DocsSource
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.window_budget import WindowBudgetConfig
@@ -26,9 +26,13 @@ from langchain_contextkit.window_budget import WindowBudgetConfig
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from langchain_contextkit.cli.demo.session import DemoSession
+    from langchain_contextkit.quality import EvalResult
+
 __all__ = [
     "DONT_KNOW",
     "QUESTIONS",
+    "evaluate_session",
     "fact_cases",
     "reader_agent",
     "reader_reply",
@@ -115,3 +119,19 @@ def reader_agent(
         system_prompt=SYSTEM_PROMPT,
         middleware=[middleware],
     )
+
+
+def evaluate_session(session: DemoSession) -> EvalResult:
+    """The planted facts stated so far, asked after the session's whole conversation.
+
+    The reader agent has the session's window and output reserve; the facts of turns
+    the session did not run are not asked.
+    """
+    settings = session.settings
+    history = session.conversation()
+    asked = {fact.label for fact in FACTS if fact.turn <= session.turns}
+    cases = [case for case in fact_cases(history) if case.case_id in asked]
+    agent = reader_agent(
+        session.project, window=settings.window, output_reserve=settings.output_reserve
+    )
+    return evaluate(agent, cases, "exact")
