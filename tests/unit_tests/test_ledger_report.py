@@ -177,8 +177,7 @@ def test_the_report_prints_the_figures_and_a_table_per_thread(
     assert "overflow retries   1\n" in out
     assert "gate failures      1 of 2 gated calls" in out
     assert (
-        "latency            model mean 137.5 ms, p95 300.0 ms; middleware 3.2 ms a call"
-        " (4 timed)"
+        "latency            model mean 137.5 ms, p95 300.0 ms; middleware 3.2 ms a call (4 timed)"
     ) in out
     rows = {
         line.split()[0]: line.split() for line in out.splitlines() if line[:3] in ("  a", "  b")
