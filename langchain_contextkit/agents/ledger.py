@@ -2,23 +2,34 @@
 
 `CallLedger` is the per-call record (parts, estimate, report, cache reads) that the
 middleware and nodes keep in state and the demo draws as a bar (`LEGEND`);
-`Anchor` is the previous call's estimate and report, from which the next is priced.
+`Anchor` is the previous call's estimate and report, from which the next is priced;
+`CallTimer` measures a call's wall time, split between the model and the middleware.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_contextkit.calibration import growth_rate
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from langchain_contextkit.calibration import Calibration, Usage
 
-__all__ = ["LEGEND", "Anchor", "CallLedger", "anchor_from", "next_call_number", "with_ledger"]
+__all__ = [
+    "LEGEND",
+    "Anchor",
+    "CallLedger",
+    "CallTimer",
+    "anchor_from",
+    "next_call_number",
+    "with_ledger",
+]
 
 
 _BAR_PARTS = (  # in the request's own order: the cache-first layout
@@ -105,6 +116,12 @@ class CallLedger:
     gate: dict[str, Any] | None = None
     """The quality gate's result for this request (`GateResult.to_dict()`), when a gate
     is set (`quality_gate=` on the middleware or node)."""
+    model_ms: float | None = None
+    """Wall time of the model call in milliseconds (both attempts when it was retried);
+    None where nothing timed it (a graph node's ledger is written before its call)."""
+    middleware_ms: float | None = None
+    """The middleware's own wall time for this call in milliseconds: assembling, counting,
+    compacting and gating, everything but the model call."""
 
     @property
     def prompt(self) -> int:
@@ -164,6 +181,51 @@ class CallLedger:
             out.append(glyph * max(0, end - used))
             used = max(used, end)
         return "".join(out)
+
+
+@dataclass(slots=True)
+class CallTimer:
+    """Times one model call: the model's part (`model`) and everything else around it.
+
+    Started when made; `stamp` writes both figures into the call's ledger.
+
+    Example:
+        ```python
+        import time
+
+        from langchain_contextkit.agents.ledger import CallTimer
+
+        timer = CallTimer()
+        with timer.model():
+            time.sleep(0.01)
+        model_ms, own_ms = timer.split()
+        print(model_ms >= 10, own_ms >= 0)
+        # True True
+        ```
+    """
+
+    started: float = field(default_factory=time.perf_counter)
+    model_seconds: float = 0.0
+    """Seconds spent inside `model` blocks so far."""
+
+    @contextmanager
+    def model(self) -> Iterator[None]:
+        """Count the block's wall time as the model's (also when it raises)."""
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.model_seconds += time.perf_counter() - began
+
+    def split(self) -> tuple[float, float]:
+        """Milliseconds so far: (the model's, the rest since the timer started)."""
+        total = time.perf_counter() - self.started
+        return self.model_seconds * 1000, max(0.0, total - self.model_seconds) * 1000
+
+    def stamp(self, ledger: CallLedger) -> CallLedger:
+        """`ledger` with `model_ms` and `middleware_ms` as measured now (to the microsecond)."""
+        model_ms, own_ms = self.split()
+        return replace(ledger, model_ms=round(model_ms, 3), middleware_ms=round(own_ms, 3))
 
 
 def next_call_number(ledgers: Sequence[Any]) -> int:

@@ -1,7 +1,8 @@
 """Call ledgers as JSON lines: one line per model call, appended, read back by the report.
 
 A line is a `CallLedger.to_dict()` (window parts, `estimated` and `reported` tokens,
-`cache_read`, `compacted`, `reduced`, `retried`, the offload counts) plus `prompt` (the
+`cache_read`, `compacted`, `reduced`, `retried`, the offload counts, `model_ms` and
+`middleware_ms`: the model call's and the middleware's own wall time) plus `prompt` (the
 request's tokens), `thread_id` (None when the call ran outside a thread), `timestamp`
 (UTC, ISO 8601) and `gate` (a quality gate's result when the ledger holds one, else None).
 

@@ -37,6 +37,7 @@ from langchain_contextkit.agents.in_place import InPlaceSummary, exact_counter_f
 from langchain_contextkit.agents.ledger import (
     Anchor,
     CallLedger,
+    CallTimer,
     anchor_from,
     next_call_number,
     with_ledger,
@@ -467,11 +468,12 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         response: ModelResponse[Any],
         *,
         retried: bool,
+        timer: CallTimer,
     ) -> tuple[ExtendedModelResponse[Any], dict[str, Any]]:
         """The response with the state update, and the call's ledger line."""
         message = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
         usage = reported_usage(message)
-        ledger = assembly.ledger.with_usage(usage)
+        ledger = timer.stamp(assembly.ledger.with_usage(usage))
         if retried:
             ledger = dataclasses.replace(ledger, retried=True)
         calibration = call.calibration
@@ -507,20 +509,23 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ExtendedModelResponse[Any]:
         """Send the assembled request instead of the raw history; retry once if too long."""
+        timer = CallTimer()  # the ledger's model_ms and middleware_ms
         call = self._prepare(request)
         call.store = self._store_for(request)
         assembly = self._assemble(call)
         retried = False
         try:
-            response = handler(self._sendable(request, assembly))
+            with timer.model():
+                response = handler(self._sendable(request, assembly))
         except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
             assembly = self._assemble(call, shrink=self._retry_shrink(call, assembly, error))
             try:
-                response = handler(self._sendable(request, assembly))
+                with timer.model():
+                    response = handler(self._sendable(request, assembly))
             except Exception as again:
                 raise refused_twice(assembly.ledger, again) from again
             retried = True
-        extended, line = self._respond(call, assembly, response, retried=retried)
+        extended, line = self._respond(call, assembly, response, retried=retried, timer=timer)
         dispatch_ledger_line(line)
         return extended
 
@@ -530,20 +535,23 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
+        timer = CallTimer()  # the ledger's model_ms and middleware_ms
         call = self._prepare(request)
         call.store = self._store_for(request)
         assembly = await self._aassemble(call)
         retried = False
         try:
-            response = await handler(self._sendable(request, assembly))
+            with timer.model():
+                response = await handler(self._sendable(request, assembly))
         except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
             assembly = await self._aassemble(call, shrink=self._retry_shrink(call, assembly, error))
             try:
-                response = await handler(self._sendable(request, assembly))
+                with timer.model():
+                    response = await handler(self._sendable(request, assembly))
             except Exception as again:
                 raise refused_twice(assembly.ledger, again) from again
             retried = True
-        extended, line = self._respond(call, assembly, response, retried=retried)
+        extended, line = self._respond(call, assembly, response, retried=retried, timer=timer)
         await adispatch_ledger_line(line)
         return extended
 

@@ -7,6 +7,8 @@ contextkit build QUERY --docs DIR [--history FILE] [--window N] [--json]
 contextkit demo [--model PROVIDER:NAME] [--turns N] [--window N] [--workspace DIR] [--keep]
                 [--ledger FILE] [--plot FILE.png] [--json]
 contextkit report LEDGER.jsonl [--json] [--plot FILE.png] [--thread ID]
+                  [--baseline OLD.jsonl] [--tolerance X] [--latency-tolerance X]
+contextkit report RESULT.json [--baseline OLD.json] [--tolerance X] [--json] [--plot FILE.png]
 ```
 
 `count` prints, per file, the characters, the `count_tokens` estimate and, when a tiktoken
@@ -16,8 +18,10 @@ window's budget, then prints the prompt and its ledger (or one JSON object). `de
 complete agent session on a bundled sample project (offline by default, or against a real
 model), draws every model call's window ledger, writes the ledgers as JSON lines and
 prints their report. `report` prints the dashboard of such a ledger log (calls, input
-tokens, cache-hit rate, evidence share, compactions, overflow retries, gate failures) and
-can save the calls as a stacked chart (matplotlib, the ``plot`` extra).
+tokens, latency, cache-hit rate, evidence share, compactions, overflow retries, gate
+failures) and can save the calls as a stacked chart (matplotlib, the ``plot`` extra); with
+`--baseline` it prints every figure's change from an earlier log and exits 1 when one got
+worse beyond `--tolerance`. It reads a saved `evaluate` result the same way.
 
 Every command exits with 0 on success, 2 on a usage error (bad arguments, as argparse
 does) and 1 on a failure (a file that cannot be read, a model that cannot be reached), with
@@ -93,9 +97,11 @@ def _add_report_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
             "LedgerCallbackHandler and print its dashboard: model calls, mean and p95 input "
             "tokens (reported by the provider when the lines have it, else the ledger's "
             "estimates), cache-hit rate from the reported cache reads, evidence share of the "
-            "input, compactions per 100 calls, overflow retries and quality-gate failures; "
-            "per thread when the log holds several. A file that cannot be read or a malformed "
-            "line exits with status 1, naming the line."
+            "input, mean and p95 latency, compactions per 100 calls, overflow retries and "
+            "quality-gate failures; per thread when the log holds several. With --baseline, "
+            "the change of every figure from an earlier log; a saved evaluate result "
+            "(EvalResult.to_json) prints its table and compares with an earlier result. A file "
+            "that cannot be read or a malformed line exits with status 1, naming the line."
         ),
     )
     report.add_argument("ledger", metavar="LEDGER.jsonl", help="the ledger log to read")
@@ -109,6 +115,30 @@ def _add_report_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         ),
     )
     report.add_argument("--thread", metavar="ID", help="only the calls of this thread")
+    report.add_argument(
+        "--baseline",
+        metavar="OLD",
+        help=(
+            "an earlier ledger log (or saved evaluate result) to compare with: prints the "
+            "change of every figure and exits 1 when one got worse beyond --tolerance"
+        ),
+    )
+    report.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        metavar="X",
+        help=(
+            "how much worse a figure may get: absolute for scores, shares and rates (0.05 = "
+            "five points), relative for tokens and counts (0.05 = 5%%); default 0"
+        ),
+    )
+    report.add_argument(
+        "--latency-tolerance",
+        type=float,
+        metavar="X",
+        help="relative tolerance for latencies (default: latency is shown, never fails)",
+    )
 
 
 def _add_demo_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -253,7 +283,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from langchain_contextkit.cli.report import ReportRequest, run_report  # noqa: PLC0415 - only here
 
         request = ReportRequest(
-            path=args.ledger, as_json=args.json, plot=args.plot, thread=args.thread
+            path=args.ledger,
+            as_json=args.json,
+            plot=args.plot,
+            thread=args.thread,
+            baseline=args.baseline,
+            tolerance=args.tolerance,
+            latency_tolerance=args.latency_tolerance,
         )
         return run_report(request, out=sys.stdout, err=sys.stderr)
     parser.print_help()

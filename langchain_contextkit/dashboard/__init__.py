@@ -5,10 +5,18 @@ gives the figures that make context engineering measurable: calls, mean and p95 
 tokens, cache-hit rate, evidence share, compactions per 100 calls, overflow retries and
 quality-gate failures, overall and per thread (`figures`). `plot_ledger` draws every
 call's window as a stacked bar (`chart`, needs matplotlib: the ``plot`` extra).
-``contextkit report LEDGER.jsonl`` prints both.
+``contextkit report LEDGER.jsonl`` prints both; `compare_ledgers` (`drift`) compares a
+log with a baseline log (``--baseline OLD.jsonl``).
 """
 
 from langchain_contextkit.dashboard.chart import plot_ledger
+from langchain_contextkit.dashboard.drift import compare_ledgers
 from langchain_contextkit.dashboard.figures import LedgerDashboard, LedgerFigures, summarize_ledgers
 
-__all__ = ["LedgerDashboard", "LedgerFigures", "plot_ledger", "summarize_ledgers"]
+__all__ = [
+    "LedgerDashboard",
+    "LedgerFigures",
+    "compare_ledgers",
+    "plot_ledger",
+    "summarize_ledgers",
+]

@@ -19,9 +19,17 @@ from langchain_contextkit.errors import PlotUnavailableError
 if TYPE_CHECKING:
     import os
 
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["PARTS", "PLOT_HINT", "plot_ledger", "require_matplotlib"]
+__all__ = [
+    "PARTS",
+    "PLOT_HINT",
+    "plot_eval_scores",
+    "plot_ledger",
+    "plot_ledger_runs",
+    "require_matplotlib",
+]
 
 PARTS = (
     ("system", "system", "#4c72b0"),
@@ -112,13 +120,52 @@ def plot_ledger(
     return out
 
 
+def plot_ledger_runs(
+    runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+    path: str | os.PathLike[str],
+    *,
+    dpi: int = 110,
+) -> Path:
+    """Draw several runs' ledger lines one above the other (a baseline and the current run).
+
+    Args:
+        runs: ``(title, records)`` per run, drawn top to bottom on one token scale.
+        path: Where to save; the format follows the suffix.
+        dpi: Resolution of a raster format.
+
+    Raises:
+        PlotUnavailableError: When matplotlib is not installed.
+        ValueError: When a run has no record to draw.
+    """
+    if not runs or any(not records for _, records in runs):
+        msg = "no call ledgers to draw"
+        raise ValueError(msg)
+    require_matplotlib()
+    from matplotlib.figure import Figure  # noqa: PLC0415 - the optional dependency
+
+    calls = max(len(records) for _, records in runs)
+    width = min(24.0, max(8.0, 4 + 0.14 * calls))
+    figure = Figure(figsize=(width, 4.2 * len(runs)), layout="constrained")
+    panels = figure.subplots(len(runs), 1, sharey=True, squeeze=False)
+    for (title, records), row in zip(runs, panels, strict=True):
+        _draw_on(row[0], records, title)
+    out = Path(path)
+    figure.savefig(out, dpi=dpi)
+    return out
+
+
 def _draw(records: Sequence[Mapping[str, Any]], title: str | None) -> Figure:
     from matplotlib.figure import Figure  # noqa: PLC0415 - the optional dependency
 
     calls = len(records)
-    x = list(range(1, calls + 1))
     figure = Figure(figsize=(min(24.0, max(8.0, 4 + 0.14 * calls)), 4.8), layout="constrained")
-    axes = figure.subplots()
+    _draw_on(figure.subplots(), records, title)
+    return figure
+
+
+def _draw_on(axes: Axes, records: Sequence[Mapping[str, Any]], title: str | None) -> None:
+    calls = len(records)
+    x = list(range(1, calls + 1))
     bottom = [0.0] * calls
     for key, label, colour in PARTS:
         values = [_value(record, key) for record in records]
@@ -154,7 +201,6 @@ def _draw(records: Sequence[Mapping[str, Any]], title: str | None) -> Figure:
     axes.set_ylabel("tokens")
     axes.set_title(title or _title(records))
     axes.legend(ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False, fontsize=9)
-    return figure
 
 
 def _value(record: Mapping[str, Any], key: str) -> float:
@@ -181,3 +227,48 @@ def _title(records: Sequence[Mapping[str, Any]]) -> str:
     windows = sorted({int(_value(record, "window")) for record in records})
     window = f"{windows[0]:,}-token window" if len(windows) == 1 else "windows vary"
     return f"Window ledger per model call ({len(records)} calls, {window})"
+
+
+def plot_eval_scores(
+    runs: Sequence[tuple[str, Sequence[tuple[str, float]]]],
+    path: str | os.PathLike[str],
+    *,
+    dpi: int = 110,
+) -> Path:
+    """Draw evaluation runs' per-case scores as grouped bars (a baseline beside the run).
+
+    Args:
+        runs: ``(label, [(case id, score), ...])`` per run; cases are placed in the order
+            the first run lists them, then any the later runs add.
+        path: Where to save; the format follows the suffix.
+        dpi: Resolution of a raster format.
+
+    Raises:
+        PlotUnavailableError: When matplotlib is not installed.
+        ValueError: When there is no case to draw.
+    """
+    order: dict[str, None] = {}
+    for _, scores in runs:
+        for case, _score in scores:
+            order.setdefault(case, None)
+    if not order:
+        msg = "no evaluated cases to draw"
+        raise ValueError(msg)
+    require_matplotlib()
+    from matplotlib.figure import Figure  # noqa: PLC0415 - the optional dependency
+
+    cases = list(order)
+    figure = Figure(figsize=(min(24.0, max(8.0, 3 + 0.4 * len(cases))), 4.8), layout="constrained")
+    axes = figure.subplots()
+    step = 0.8 / len(runs)
+    for k, (label, scores) in enumerate(runs):
+        by_case = dict(scores)
+        x = [i + (k - (len(runs) - 1) / 2) * step for i in range(len(cases))]
+        axes.bar(x, [by_case.get(case, 0.0) for case in cases], width=step, label=label)
+    axes.set_xticks(range(len(cases)), cases, rotation=60, ha="right", fontsize=8)
+    axes.set_ylabel("score")
+    axes.set_title("Per-case scores")
+    axes.legend(frameon=False, fontsize=9)
+    out = Path(path)
+    figure.savefig(out, dpi=dpi)
+    return out

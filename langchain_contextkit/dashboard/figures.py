@@ -7,7 +7,9 @@ The *cache-hit rate* is the tokens served from the prompt cache over all reporte
 tokens, over the calls that report usage (``sum(cache_read) / sum(reported)``). The
 *evidence share* is, per call, the retrieval block's tokens over the request's tokens
 (``retrieval / prompt``), averaged over the calls. A *gate failure* is a line whose
-``gate`` holds a result with ``passed`` false.
+``gate`` holds a result with ``passed`` false. *Latency* is the model call's wall time
+(``model_ms``) over the calls that carry one, its mean and nearest-rank p95; the
+middleware's own time (``middleware_ms``) is averaged the same way.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
-__all__ = ["LedgerDashboard", "LedgerFigures", "summarize_ledgers"]
+__all__ = ["LedgerDashboard", "LedgerFigures", "nearest_rank_p95", "summarize_ledgers"]
+
+_N = TypeVar("_N", int, float)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,6 +64,14 @@ class LedgerFigures:
     input_cost: float | None = None
     """Reported input in plain-input-token units: plain + 1.25 x written + 0.1 x read
     (Anthropic's 5-minute prices; None when no call reports usage)."""
+    latency_mean_ms: float | None = None
+    """Mean wall time of the model calls in ms (None when no line carries ``model_ms``)."""
+    latency_p95_ms: float | None = None
+    """95th percentile (nearest rank) of the model calls' wall time in ms."""
+    middleware_mean_ms: float | None = None
+    """Mean of the middleware's own time per call in ms (``middleware_ms``)."""
+    timed_calls: int = 0
+    """Calls whose line carries ``model_ms``, over which the latency figures are taken."""
 
     @property
     def input_source(self) -> str:
@@ -176,7 +188,13 @@ def _figures(records: Sequence[Mapping[str, Any]], thread: str | None) -> Ledger
     written = [int(r["cache_write"]) for r in reported if _is_int(r.get("cache_write"))]
     total = sum(int(r["reported"]) for r in reported)
     plain = total - cached - sum(written)
+    latencies = sorted(_number(r["model_ms"]) for r in records if _is_number(r.get("model_ms")))
+    own = [_number(r["middleware_ms"]) for r in records if _is_number(r.get("middleware_ms"))]
     return LedgerFigures(
+        latency_mean_ms=sum(latencies) / len(latencies) if latencies else None,
+        latency_p95_ms=nearest_rank_p95(latencies) if latencies else None,
+        middleware_mean_ms=sum(own) / len(own) if own else None,
+        timed_calls=len(latencies),
         cache_write_rate=sum(written) / total if written and total else None,
         input_cost=(
             plain + _WRITE_PRICE * sum(written) + _READ_PRICE * cached if reported else None
@@ -184,7 +202,7 @@ def _figures(records: Sequence[Mapping[str, Any]], thread: str | None) -> Ledger
         thread_id=thread,
         calls=calls,
         input_mean=sum(values) / calls if calls else 0.0,
-        input_p95=values[math.ceil(0.95 * calls) - 1] if calls else 0,
+        input_p95=nearest_rank_p95(values) if calls else 0,
         input_reported=sum(1 for _, is_reported in inputs if is_reported),
         cache_hit_rate=(cached / sum(int(r["reported"]) for r in reported) if reported else None),
         cache_calls=len(reported),
@@ -199,6 +217,15 @@ def _figures(records: Sequence[Mapping[str, Any]], thread: str | None) -> Ledger
             1 for gate in gates if isinstance(gate, Mapping) and gate.get("passed") is False
         ),
     )
+
+
+def nearest_rank_p95(ordered: Sequence[_N]) -> _N:
+    """The smallest value at least 95% of `ordered` (sorted, not empty) do not exceed."""
+    return ordered[math.ceil(0.95 * len(ordered)) - 1]
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -265,12 +292,20 @@ def _rows(figures: LedgerFigures) -> list[tuple[str, str]]:
         if figures.gate_checked == 0
         else f"{figures.gate_failures} of {figures.gate_checked} gated calls"
     )
+    latency = (
+        "n/a: no call carries model_ms"
+        if figures.latency_mean_ms is None or figures.latency_p95_ms is None
+        else f"model mean {figures.latency_mean_ms:,.1f} ms, p95 "
+        f"{figures.latency_p95_ms:,.1f} ms; middleware "
+        f"{_ms(figures.middleware_mean_ms)} a call ({figures.timed_calls} timed)"
+    )
     return [
         ("calls", f"{calls:,}"),
         (
             "input tokens",
             f"mean {figures.input_mean:,.0f}, p95 {figures.input_p95:,} ({source})",
         ),
+        ("latency", latency),
         ("cache-hit rate", cache),
         ("cache writes", _writes(figures)),
         ("evidence share", evidence),
@@ -282,12 +317,17 @@ def _rows(figures: LedgerFigures) -> list[tuple[str, str]]:
     ]
 
 
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.1f} ms"
+
+
 def _thread_table(threads: Sequence[LedgerFigures]) -> list[str]:
     names = ["(no thread)" if f.thread_id is None else f.thread_id for f in threads]
     width = max(len("thread"), *(len(name) for name in names))
     head = (
         f"  {'thread':<{width}}  {'calls':>6}  {'mean in':>8}  {'p95 in':>8}  {'cache hit':>9}"
-        f"  {'evidence':>8}  {'compact/100':>11}  {'retries':>7}  {'gate fails':>10}"
+        f"  {'evidence':>8}  {'mean ms':>8}  {'p95 ms':>8}  {'compact/100':>11}  {'retries':>7}"
+        f"  {'gate fails':>10}"
     )
     rows = [head]
     for name, f in zip(names, threads, strict=True):
@@ -295,6 +335,11 @@ def _thread_table(threads: Sequence[LedgerFigures]) -> list[str]:
         rows.append(
             f"  {name:<{width}}  {f.calls:>6,}  {f.input_mean:>8,.0f}  {f.input_p95:>8,}"
             f"  {_percent(f.cache_hit_rate):>9}  {_percent(f.evidence_share):>8}"
+            f"  {_ms_cell(f.latency_mean_ms):>8}  {_ms_cell(f.latency_p95_ms):>8}"
             f"  {f.compactions_per_100:>11.1f}  {f.overflow_retries:>7}  {gate:>10}"
         )
     return rows
+
+
+def _ms_cell(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.1f}"

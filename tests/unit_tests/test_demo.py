@@ -145,6 +145,15 @@ def test_demo_json_keeps_every_call_within_the_window(
     assert failure["failures"] == ["- required_facts: 4 of 5 present; missing: '2025-11-20'"]
     facts_check = next(c for c in failure["result"]["checks"] if c["name"] == "required_facts")
     assert facts_check["passed"] is False
+    evaluation = data["evaluation"]  # every planted fact asked after the conversation
+    assert [case["reference"] for case in evaluation["cases"]] == [f.needle for f in FACTS]
+    scores = [case["score"] for case in evaluation["cases"]]
+    assert evaluation["figures"]["mean_score"] == sum(scores) / len(scores) == 1.0
+    for case in evaluation["cases"]:
+        assert case["answer"] == case["reference"]
+        assert case["tokens"] <= case["limit"] == data["limit"]
+    assert all(entry["model_ms"] >= 0 for entry in ledgers)
+    assert data["report"]["overall"]["timed_calls"] == data["calls"]
 
 
 def test_demo_turns_runs_the_first_turns_only(
@@ -156,6 +165,8 @@ def test_demo_turns_runs_the_first_turns_only(
     # Only the facts planted by then are checked.
     assert [fact["needle"] for fact in data["facts"]] == ["INC-4821", "2025-11-20"]
     assert all(fact["parts"] for fact in data["facts"])
+    asked = [case["reference"] for case in data["evaluation"]["cases"]]
+    assert asked == ["INC-4821", "2025-11-20"]
 
 
 def test_scripted_agent_answers_every_turn_from_the_request_alone() -> None:

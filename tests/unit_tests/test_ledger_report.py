@@ -50,12 +50,26 @@ def _line(thread: str, call: int, prompt: int, retrieval: int, **fields: Any) ->
 
 # Written by hand; the expected figures below are worked out from these numbers alone.
 LINES = [
-    _line("a", 1, 400, 100, estimated=380, reported=410, cache_read=0),
-    _line("a", 2, 600, 150, reported=640, cache_read=400, compacted=True),
-    _line("a", 3, 700, 350, estimated=690, retried=True, gate={"passed": False, "checks": []}),
-    _line("b", 1, 200, 0, reported=220, gate={"passed": True, "checks": []}),
+    _line("a", 1, 400, 100, estimated=380, reported=410, cache_read=0, model_ms=120.0),
+    _line("a", 2, 600, 150, reported=640, cache_read=400, compacted=True, model_ms=80.0),
+    _line(
+        "a",
+        3,
+        700,
+        350,
+        estimated=690,
+        retried=True,
+        gate={"passed": False, "checks": []},
+        model_ms=300.0,
+        middleware_ms=6.0,
+    ),
+    _line("b", 1, 200, 0, reported=220, gate={"passed": True, "checks": []}, model_ms=50),
     _line("b", 2, 800, 200, reported=900, cache_read=800, compacted=True, reduced=True),
 ]
+# model_ms: 120, 80, 300 and 50 (an int, as a hand-written log may hold); b's second call
+# carries none (a line written before the ledger timed calls). middleware_ms below.
+for _line_, _own in zip(LINES, (2.0, 4.0, 6.0, 1.0, None), strict=True):
+    _line_["middleware_ms"] = _own
 # Input tokens: reported where present, else estimated: 410, 640, 690 (est.), 220, 900.
 OVERALL = {
     "calls": 5,
@@ -71,6 +85,10 @@ OVERALL = {
     "overflow_retries": 1,
     "gate_checked": 2,
     "gate_failures": 1,
+    "latency_mean_ms": (120 + 80 + 300 + 50) / 4,  # the four timed calls
+    "latency_p95_ms": 300,  # ceil(0.95 * 4) = 4th of 50, 80, 120, 300
+    "middleware_mean_ms": (2 + 4 + 6 + 1) / 4,
+    "timed_calls": 4,
 }
 THREAD_A = {
     "calls": 3,
@@ -81,6 +99,9 @@ THREAD_A = {
     "compactions_per_100": 100 / 3,
     "overflow_retries": 1,
     "gate_failures": 1,
+    "latency_mean_ms": (120 + 80 + 300) / 3,
+    "latency_p95_ms": 300,  # ceil(2.85) = 3rd
+    "middleware_mean_ms": 4.0,
 }
 THREAD_B = {
     "calls": 2,
@@ -91,6 +112,10 @@ THREAD_B = {
     "compactions_per_100": 50.0,
     "overflow_retries": 0,
     "gate_failures": 0,
+    "latency_mean_ms": 50.0,
+    "latency_p95_ms": 50,
+    "middleware_mean_ms": 1.0,
+    "timed_calls": 1,
 }
 
 
@@ -134,6 +159,7 @@ def test_without_reported_usage_the_estimates_are_used_and_said() -> None:
     text = summarize_ledgers(lines).text()
     assert "mean 400, p95 500 (the ledger's estimates: no call reports usage)" in text
     assert "cache-hit rate     n/a: no call reports usage" in text
+    assert "latency            n/a: no call carries model_ms" in text
     assert "n/a: no call carries a quality gate result" in text
     assert "thread  " not in text  # one thread: no table
 
@@ -150,11 +176,18 @@ def test_the_report_prints_the_figures_and_a_table_per_thread(
     assert "compactions        2 (40.0 per 100 calls)" in out
     assert "overflow retries   1\n" in out
     assert "gate failures      1 of 2 gated calls" in out
+    assert (
+        "latency            model mean 137.5 ms, p95 300.0 ms; middleware 3.2 ms a call (4 timed)"
+    ) in out
     rows = {
         line.split()[0]: line.split() for line in out.splitlines() if line[:3] in ("  a", "  b")
     }
-    assert rows["a"] == ["a", "3", "580", "690", "38.1%", "33.3%", "33.3", "1", "1"]
-    assert rows["b"] == ["b", "2", "560", "900", "71.4%", "12.5%", "50.0", "0", "0"]
+    assert rows["a"] == [
+        *("a", "3", "580", "690", "38.1%", "33.3%", "166.7", "300.0", "33.3", "1", "1")
+    ]
+    assert rows["b"] == [
+        *("b", "2", "560", "900", "71.4%", "12.5%", "50.0", "50.0", "50.0", "0", "0")
+    ]
 
 
 def test_json_parses_and_holds_the_same_figures(

@@ -134,10 +134,25 @@ def _check_tools(nb: nbformat.NotebookNode) -> None:
     assert "type: conclusion" in text  # the file on disk after the update
 
 
+def _check_drift(nb: nbformat.NotebookNode) -> None:
+    text = _stdout(nb)
+    scores = [float(s) for s in re.findall(r"mean score (\d\.\d+);", text)]
+    # The baseline, the smaller budget, and the saved smaller result read back by the CLI.
+    assert scores[0] == 1.0
+    assert scores[1] < 1.0
+    assert scores[2] == scores[1]
+    assert "drift against the baseline: WORSE (1 figure(s))" in text
+    assert "the same policy against itself: passed" in text
+    assert "assert_no_regression: 1 figure(s) worse than the baseline:" in text
+    assert "drift against baseline.json: WORSE" in text
+    assert "exit status 1" in text
+
+
 CASES = {
     "01_builder_lcel.ipynb": _check_builder,
     "02_graph_compaction_and_reducer.ipynb": _check_graph,
     "03_notes_and_terminal_tools.ipynb": _check_tools,
+    "04_evaluate_and_drift.ipynb": _check_drift,
 }
 
 

@@ -50,6 +50,17 @@ EXPECTED_ALL = {
     "aablate",
     "ablate",
     "assert_context_quality",
+    # evaluation over cases, and drift against a baseline (issue 33)
+    "CaseDelta",
+    "CaseResult",
+    "Drift",
+    "EvalCase",
+    "EvalResult",
+    "FigureDelta",
+    "JudgeScore",
+    "aevaluate",
+    "compare_ledgers",
+    "evaluate",
     # history compaction (issue 4)
     "CompactionConfig",
     "CompactionGraphState",

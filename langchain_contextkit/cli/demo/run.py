@@ -61,6 +61,10 @@ _BAR = 40
 _EXIT_USAGE = 2
 _EXIT_FAILED = 1
 _EXIT_INTERRUPTED = 130
+_EVALUATION_NOTE = (
+    " (evaluate): each planted fact asked after the whole conversation, of an agent with\n"
+    "  this context policy; a scripted reader answers only from what reached its request"
+)
 _MARKS = ("C history compacted at this call", "r the current turn's tool loop reduced")
 _PART_NAMES = {
     "system": "system prompt",
@@ -238,13 +242,22 @@ class _Run:
         except (ContextKitError, OSError, ValueError) as error:
             _fail(progress.stream, f"cannot report the ledger log: {error}")
             return _EXIT_FAILED
+        from langchain_contextkit.cli.demo.evaluation import evaluate_session  # noqa: PLC0415
+
+        evaluation = evaluate_session(session)
         if self.options.as_json:
             data = _summary_data(session, self.label, seconds, kept=self.keeps_workspace)
             data["report"] = report.data()
-            print(json.dumps(data, indent=2), file=self.out)
+            data["evaluation"] = evaluation.to_dict()
+            print(json.dumps(data, indent=2, default=str), file=self.out)
         else:
             self._summary(session, seconds)
             self._report(report)
+            self._print("")
+            for line in (self._paint("evaluation", "1") + _EVALUATION_NOTE).splitlines():
+                self._print(line)
+            for line in evaluation.text().splitlines()[1:]:
+                self._print(line)
         return 0
 
     def _ledger_path(self, workspace: Path) -> Path:

@@ -325,6 +325,10 @@ class DemoSession:
             activity.on_disk = self._store.summary(recent=0).total
         return activity
 
+    def conversation(self) -> list[BaseMessage]:
+        """The session's messages so far (the thread's state: tool calls and results too)."""
+        return list(self._messages)
+
     def last_answer(self) -> str:
         """The model's last answer in text."""
         for message in reversed(self._messages):

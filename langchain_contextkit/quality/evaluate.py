@@ -1,0 +1,461 @@
+"""`evaluate`: run a set of cases against a context policy and get one table.
+
+Each case is a question, a reference answer and (for an assembler, the middleware or an
+agent) the conversation before it. Per case, `aevaluate` (and its sync twin `evaluate`)
+builds the request the target would send, asks the model, scores the answer with a
+judge (`langchain_contextkit.quality.judges`: LangSmith's and openevals' evaluator
+shape) and records the request's tokens, whether it was over its budget, the quality
+gate's result, latency and the cache-read share. The cases run concurrently, at most
+`max_concurrency` at once, and come back in their order: a concurrent run gives the same
+answers and scores as a sequential one. Given a `baseline` (an earlier `EvalResult`, or
+the file `EvalResult.to_json` saved), the result carries the drift from it.
+
+The targets are `ablate`'s (a `ContextBuilder`, a `WindowAssembler`, a
+`ContextKitMiddleware`: their request is built here and sent to `model`) and a whole
+agent: any runnable that takes ``{"messages": [...]}`` and returns the state, such as
+`create_agent(..., middleware=[ContextKitMiddleware(...)])`. An agent runs each case in
+a thread of its own and its figures come from the call ledgers the middleware keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from langchain_contextkit._async import run_sync
+from langchain_contextkit._validate import check_count
+from langchain_contextkit.agents.assembler import WindowAssembler
+from langchain_contextkit.agents.middleware import LEDGER_KEY, ContextKitMiddleware
+from langchain_contextkit.builder.runnable import ContextBuilder
+from langchain_contextkit.calibration import reported_usage
+from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.quality.ablation import AblationCase
+from langchain_contextkit.quality.eval_result import CaseResult, EvalResult
+from langchain_contextkit.quality.judges import JudgeSpec, ScoreAnswer, judge_of
+from langchain_contextkit.quality.result import GateResult
+from langchain_contextkit.tokens import count_message_tokens
+
+if TYPE_CHECKING:
+    import os
+
+    from langchain_core.runnables import Runnable
+
+    from langchain_contextkit.quality.gate import QualityGate
+
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "EvalCase", "aevaluate", "evaluate"]
+
+DEFAULT_MAX_CONCURRENCY = 8
+"""Cases in flight at once by default."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvalCase:
+    """One question, its reference answer, and the conversation before it.
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage
+
+        from langchain_contextkit import CallableSource, ContextBuilder, ContextConfig
+        from langchain_contextkit.quality import EvalCase, evaluate
+        from langchain_contextkit.testing import ScriptedChatModel
+
+        builder = ContextBuilder(
+            ContextConfig(max_tokens=400, source_ratios={"rag": 1.0}, min_chunk_tokens=4),
+            sources=[CallableSource("rag", lambda q: ["Returns are free for 30 days."])],
+        )
+        model = ScriptedChatModel(
+            respond=lambda m: AIMessage("30 days" if "30 days" in m[-1].text else "?")
+        )
+        cases = [EvalCase("How long are returns free?", "30 days", case_id="returns")]
+        result = evaluate(builder, cases, "contains", model=model)
+        print(result.mean_score, result.cases[0].over_budget)
+        # 1.0 False
+        ```
+    """
+
+    question: str
+    reference: Any = None
+    """What the judge compares the answer with (any value; built-ins read its text)."""
+    history: Sequence[BaseMessage] = ()
+    """The conversation before the question (not for a builder, which has no history)."""
+    case_id: str | None = None
+    """A name that pairs the case with the baseline's; default its position from 1."""
+
+
+CaseLike = EvalCase | AblationCase | tuple[str, Any] | Mapping[str, Any]
+"""A case: an `EvalCase`, an `AblationCase`, a ``(question, reference)`` pair, or a
+LangSmith-style example ``{"inputs": {"question": ...}, "outputs": {...}}``."""
+
+EvalTarget = ContextBuilder | WindowAssembler | ContextKitMiddleware | Any
+"""A builder, an assembler, the middleware, or an agent (a runnable over messages)."""
+
+
+async def aevaluate(
+    target: EvalTarget,
+    cases: Sequence[CaseLike],
+    judge: JudgeSpec,
+    *,
+    model: Runnable[Any, Any] | None = None,
+    baseline: EvalResult | str | os.PathLike[str] | None = None,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    gate: QualityGate | None = None,
+    system_prompt: str | None = None,
+) -> EvalResult:
+    """Run every case against `target`, judge the answers, and measure each request.
+
+    Args:
+        target: A `ContextBuilder` (its flat prompt is sent as one human message), a
+            `WindowAssembler` or `ContextKitMiddleware` (its assembled request is sent),
+            or an agent (a runnable taking ``{"messages": [...]}``; each case runs in a
+            thread of its own).
+        cases: `EvalCase`s, `AblationCase`s, ``(question, reference)`` pairs or
+            LangSmith-style example dicts.
+        judge: ``"exact"``, ``"contains"``, ``"regex"``, a compiled pattern, or any
+            ``(inputs, outputs, reference) -> float | bool | dict`` evaluator.
+        model: What answers for a builder or an assembler; an agent has its own.
+        baseline: An earlier result (or the path of its saved JSON) to compare with:
+            `str(result)` then shows the drift and `result.assert_no_regression()`
+            checks it.
+        max_concurrency: At most this many cases run at once.
+        gate: A `QualityGate` checked on every case's request (an agent's: on its last
+            call's ledger; without one, the gate its middleware ran, if any).
+        system_prompt: The system message of an assembler's requests.
+
+    Returns:
+        One `CaseResult` per case, in the order given.
+
+    Raises:
+        ConfigError: On no cases, a malformed case, a builder or assembler without a
+            model, an agent with one, history for a builder, or `max_concurrency` < 1.
+    """
+    check_count("max_concurrency", max_concurrency, minimum=1)
+    checked = [_case(case, index) for index, case in enumerate(cases, start=1)]
+    if not checked:
+        msg = "evaluate needs at least one case"
+        raise ConfigError(msg)
+    ids = [case.case_id for case in checked]
+    if len(set(ids)) != len(ids):
+        msg = "case ids must be unique: drift pairs cases by them"
+        raise ConfigError(msg)
+    runner = _runner(target, model, system_prompt, gate)
+    if isinstance(runner, _BuilderRun) and any(case.history for case in checked):
+        msg = "a ContextBuilder builds one flat prompt: cases with history need an assembler"
+        raise ConfigError(msg)
+    judge_name, score = judge_of(judge)
+    base = _baseline(baseline)
+    limit = asyncio.Semaphore(max_concurrency)
+
+    async def one(case: EvalCase) -> CaseResult:
+        async with limit:
+            return await _judged(runner, case, score)
+
+    results = await asyncio.gather(*(one(case) for case in checked))
+    return EvalResult(
+        target=type(target).__name__, judge=judge_name, cases=tuple(results), baseline=base
+    )
+
+
+def evaluate(
+    target: EvalTarget,
+    cases: Sequence[CaseLike],
+    judge: JudgeSpec,
+    *,
+    model: Runnable[Any, Any] | None = None,
+    baseline: EvalResult | str | os.PathLike[str] | None = None,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    gate: QualityGate | None = None,
+    system_prompt: str | None = None,
+) -> EvalResult:
+    """Sync `aevaluate` (same arguments; the cases still run concurrently).
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage
+
+        from langchain_contextkit import CallableSource, ContextBuilder, ContextConfig
+        from langchain_contextkit.quality import evaluate
+        from langchain_contextkit.testing import ScriptedChatModel
+
+
+        def builder(max_tokens):  # one policy, two budgets
+            config = ContextConfig(
+                max_tokens=max_tokens, source_ratios={"rag": 1.0}, min_chunk_tokens=4
+            )
+            text = "Support opens at 9:00 on weekdays and closes at 18:00."
+            return ContextBuilder(config, sources=[CallableSource("rag", lambda q: [text])])
+
+
+        model = ScriptedChatModel(
+            respond=lambda m: AIMessage("9:00" if "9:00" in m[-1].text else "I don't know")
+        )
+        cases = [("When does support open?", "9:00")]
+        before = evaluate(builder(400), cases, "contains", model=model)
+        after = evaluate(builder(30), cases, "contains", model=model, baseline=before)
+        print(before.mean_score, after.mean_score, after.compare().passed)
+        # 1.0 0.0 False
+        ```
+    """
+    return run_sync(
+        aevaluate(
+            target,
+            cases,
+            judge,
+            model=model,
+            baseline=baseline,
+            max_concurrency=max_concurrency,
+            gate=gate,
+            system_prompt=system_prompt,
+        )
+    )
+
+
+# -- cases ------------------------------------------------------------------------------
+
+
+def _case(case: object, index: int) -> EvalCase:
+    if isinstance(case, EvalCase):
+        return case if case.case_id is not None else _with_id(case, index)
+    if isinstance(case, AblationCase):
+        return EvalCase(case.question, case.expected, case.history, str(index))
+    if isinstance(case, tuple) and len(case) == 2 and isinstance(case[0], str):  # noqa: PLR2004
+        return EvalCase(case[0], case[1], (), str(index))
+    if isinstance(case, Mapping) and "inputs" in case:
+        inputs = case["inputs"]
+        question = inputs.get("question") if isinstance(inputs, Mapping) else inputs
+        if isinstance(question, str):
+            reference = case.get("outputs", case.get("reference"))
+            name = case.get("id")
+            return EvalCase(question, reference, (), str(name) if name else str(index))
+    msg = (
+        "a case is an EvalCase, an AblationCase, a (question, reference) pair or "
+        f'{{"inputs": {{"question": ...}}, "outputs": ...}}; case {index} is {case!r}'
+    )
+    raise ConfigError(msg)
+
+
+def _with_id(case: EvalCase, index: int) -> EvalCase:
+    return EvalCase(case.question, case.reference, case.history, str(index))
+
+
+def _baseline(baseline: object) -> EvalResult | None:
+    if baseline is None or isinstance(baseline, EvalResult):
+        return baseline
+    return EvalResult.from_json(str(baseline))
+
+
+# -- one case ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """What a target did for one case, before judging."""
+
+    answer: str
+    tokens: int
+    limit: int | None
+    over_budget: bool
+    calls: int
+    gate: GateResult | None
+    model_ms: float | None
+    reported: int | None
+    cache_read: int | None
+
+
+async def _judged(runner: _Runner, case: EvalCase, score: ScoreAnswer) -> CaseResult:
+    began = time.perf_counter()
+    done = await runner.answer(case)
+    latency_ms = (time.perf_counter() - began) * 1000
+    judged = await score({"question": case.question}, {"answer": done.answer}, case.reference)
+    return CaseResult(
+        case_id=str(case.case_id),
+        question=case.question,
+        reference=case.reference,
+        answer=done.answer,
+        score=judged.score,
+        key=judged.key,
+        comment=judged.comment,
+        tokens=done.tokens,
+        limit=done.limit,
+        over_budget=done.over_budget,
+        calls=done.calls,
+        gate=done.gate,
+        latency_ms=round(latency_ms, 3),
+        model_ms=None if done.model_ms is None else round(done.model_ms, 3),
+        reported=done.reported,
+        cache_read=done.cache_read,
+    )
+
+
+class _Runner:
+    async def answer(self, case: EvalCase) -> _Answered:
+        raise NotImplementedError
+
+
+def _runner(
+    target: object,
+    model: Runnable[Any, Any] | None,
+    system_prompt: str | None,
+    gate: QualityGate | None,
+) -> _Runner:
+    if isinstance(target, ContextKitMiddleware):
+        target = target.assembler
+    if isinstance(target, (ContextBuilder, WindowAssembler)):
+        if model is None:
+            msg = f"evaluate needs model= to answer for a {type(target).__name__}"
+            raise ConfigError(msg)
+        if isinstance(target, ContextBuilder):
+            return _BuilderRun(target, model, gate)
+        system = SystemMessage(system_prompt) if system_prompt else None
+        return _AssemblerRun(target, model, gate, system)
+    if callable(getattr(target, "ainvoke", None)):
+        if model is not None:
+            msg = "an agent answers with its own model: leave model= out"
+            raise ConfigError(msg)
+        return _AgentRun(target, gate)
+    msg = (
+        "evaluate takes a ContextBuilder, a WindowAssembler, a ContextKitMiddleware or an "
+        f"agent (a runnable over {{'messages': [...]}}), got {type(target).__name__}"
+    )
+    raise ConfigError(msg)
+
+
+async def _timed_reply(model: Runnable[Any, Any], request: Any) -> tuple[Any, float]:  # noqa: ANN401
+    began = time.perf_counter()
+    reply = await model.ainvoke(request)
+    return reply, (time.perf_counter() - began) * 1000
+
+
+def _text(reply: object) -> str:
+    return reply.text if isinstance(reply, BaseMessage) else str(reply)
+
+
+@dataclass(frozen=True, slots=True)
+class _BuilderRun(_Runner):
+    builder: ContextBuilder
+    model: Runnable[Any, Any]
+    gate: QualityGate | None
+
+    async def answer(self, case: EvalCase) -> _Answered:
+        report = await self.builder.abuild_report(case.question)
+        tokens = self.builder.token_counter(report.text)
+        limit = self.builder.config.max_tokens
+        over = report.block_tokens > report.budget or (limit is not None and tokens > limit)
+        reply, model_ms = await _timed_reply(self.model, report.text)
+        usage = reported_usage(reply if isinstance(reply, BaseMessage) else None)
+        return _Answered(
+            answer=_text(reply),
+            tokens=tokens,
+            limit=limit,
+            over_budget=over,
+            calls=1,
+            gate=None if self.gate is None else self.gate.check(report),
+            model_ms=model_ms,
+            reported=None if usage is None else usage.input_tokens,
+            cache_read=None if usage is None else usage.cache_read,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _AssemblerRun(_Runner):
+    assembler: WindowAssembler
+    model: Runnable[Any, Any]
+    gate: QualityGate | None
+    system: SystemMessage | None
+
+    async def answer(self, case: EvalCase) -> _Answered:
+        assembly = await self.assembler.aassemble(
+            [*case.history, HumanMessage(case.question)],
+            system_message=self.system,
+            model=self.model,
+        )
+        messages = [*([self.system] if self.system else []), *assembly.messages]
+        tokens = count_message_tokens(messages, self.assembler.counter)
+        limit = assembly.ledger.window - assembly.ledger.output_reserve
+        gate = None if self.gate is None else self.gate.check(assembly, messages=messages)
+        reply, model_ms = await _timed_reply(self.model, messages)
+        usage = reported_usage(reply if isinstance(reply, BaseMessage) else None)
+        return _Answered(
+            answer=_text(reply),
+            tokens=tokens,
+            limit=limit,
+            over_budget=tokens > limit,
+            calls=1,
+            gate=gate,
+            model_ms=model_ms,
+            reported=None if usage is None else usage.input_tokens,
+            cache_read=None if usage is None else usage.cache_read,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _AgentRun(_Runner):
+    agent: Any
+    gate: QualityGate | None
+
+    async def answer(self, case: EvalCase) -> _Answered:
+        # A thread of its own per case: no case sees another's conversation.
+        thread = f"contextkit-evaluate-{uuid.uuid4().hex}-{case.case_id}"
+        messages = [*case.history, HumanMessage(case.question)]
+        state = await self.agent.ainvoke(
+            {"messages": messages}, {"configurable": {"thread_id": thread}}
+        )
+        ledgers = [e for e in (state.get(LEDGER_KEY) or []) if isinstance(e, Mapping)]
+        reply = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
+        answer = "" if reply is None else reply.text
+        if not ledgers:  # an agent without the middleware: only what went in is known
+            return _Answered(
+                answer=answer,
+                tokens=count_message_tokens(messages),
+                limit=None,
+                over_budget=False,
+                calls=0,
+                gate=None,
+                model_ms=None,
+                reported=None,
+                cache_read=None,
+            )
+        return _from_ledgers(answer, ledgers, self.gate)
+
+
+def _from_ledgers(
+    answer: str, ledgers: Sequence[Mapping[str, Any]], gate: QualityGate | None
+) -> _Answered:
+    """A case's figures from the call ledgers of its run (one per model call)."""
+    prompts = [
+        _int(e.get("window")) - _int(e.get("free")) - _int(e.get("output_reserve")) for e in ledgers
+    ]
+    limits = [_int(e.get("window")) - _int(e.get("output_reserve")) for e in ledgers]
+    sizes = [max(p, _int(e.get("reported"))) for p, e in zip(prompts, ledgers, strict=True)]
+    over = any(size > room for size, room in zip(sizes, limits, strict=True))
+    last = ledgers[-1]
+    if gate is not None:
+        result: GateResult | None = gate.check(dict(last))
+    elif isinstance(last.get("gate"), Mapping):
+        result = GateResult.from_dict(dict(last["gate"]))
+    else:
+        result = None
+    timed = [float(e["model_ms"]) for e in ledgers if isinstance(e.get("model_ms"), (int, float))]
+    reported = [e for e in ledgers if _int(e.get("reported")) > 0]
+    peak = max(range(len(prompts)), key=prompts.__getitem__)
+    return _Answered(
+        answer=answer,
+        tokens=prompts[peak],
+        limit=limits[peak],
+        over_budget=over,
+        calls=len(ledgers),
+        gate=result,
+        model_ms=sum(timed) if timed else None,
+        reported=sum(_int(e.get("reported")) for e in reported) if reported else None,
+        cache_read=sum(_int(e.get("cache_read")) for e in reported) if reported else None,
+    )
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
