@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -50,6 +50,7 @@ from langchain_contextkit.agents.ledger_log import (
 )
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
 from langchain_contextkit.agents.providers import requires_human_first
+from langchain_contextkit.agents.request_layout import sendable_request
 from langchain_contextkit.agents.retrieval_block import CallRetrieval
 from langchain_contextkit.agents.state import (
     LEDGER_KEY,
@@ -84,7 +85,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import AnyMessage, SystemMessage
+    from langchain_core.messages import SystemMessage
 
     from langchain_contextkit.agents.offload import OffloadConfig
     from langchain_contextkit.budget import ContextConfig
@@ -492,8 +493,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         return extended, self._log_line(call, ledger)
 
     def _sendable(self, request: ModelRequest[Any], assembly: WindowAssembly) -> ModelRequest[Any]:
-        """`_sendable`, with cache breakpoints when the model caches only at them."""
-        sendable = _sendable(request, assembly)
+        """`sendable_request`, with cache breakpoints when the model caches only at them."""
+        sendable = sendable_request(request, assembly)
         return apply_cache_marks(sendable) if self.cache_breakpoints else sendable
 
     def _log_line(self, call: _Call, ledger: CallLedger) -> dict[str, Any]:
@@ -589,19 +590,3 @@ def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
         store=call.store,
         retrieval=call.retrieval,
     )
-
-
-def _sendable(request: ModelRequest[Any], assembly: WindowAssembly) -> ModelRequest[Any]:
-    """The request to send: the assembled messages, and the output limit it leaves.
-
-    When the output reserve had to shrink (a request that fits only without the full
-    reserve), a model configured to ask for more output tokens than that is asked for
-    the reserve instead: providers refuse a prompt plus a completion over the window.
-    """
-    messages = cast("list[AnyMessage]", assembly.messages)
-    reserve = assembly.ledger.output_reserve
-    asked = request.model_settings.get("max_tokens", getattr(request.model, "max_tokens", None))
-    if isinstance(asked, int) and not isinstance(asked, bool) and asked > reserve:
-        settings = {**request.model_settings, "max_tokens": reserve}
-        return request.override(messages=messages, model_settings=settings)
-    return request.override(messages=messages)

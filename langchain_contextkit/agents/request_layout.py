@@ -10,7 +10,7 @@ call's reported size).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_contextkit.agents.ledger import Anchor, CallLedger
 from langchain_contextkit.errors import ContextWindowExceeded
@@ -30,7 +30,8 @@ from langchain_contextkit.tokens import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from langchain_core.messages import BaseMessage, HumanMessage
+    from langchain.agents.middleware.types import ModelRequest
+    from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 
     from langchain_contextkit.builder.report import ContextReport
     from langchain_contextkit.calibration import Calibration
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from langchain_contextkit.window_budget import WindowBudget
 
 
-__all__ = ["RequestLayout", "WindowAssembly", "message_tokens"]
+__all__ = ["RequestLayout", "WindowAssembly", "message_tokens", "sendable_request"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,3 +206,19 @@ def message_tokens(messages: Sequence[BaseMessage | None], counter: TokenCounter
     """Tokens of the messages present (None skipped), without reply priming."""
     present = [m for m in messages if m is not None]
     return count_message_tokens(present, counter, reply_priming=False) if present else 0
+
+
+def sendable_request(request: ModelRequest[Any], assembly: WindowAssembly) -> ModelRequest[Any]:
+    """The request to send: the assembled messages, and the output limit it leaves.
+
+    When the output reserve had to shrink (a request that fits only without the full
+    reserve), a model configured to ask for more output tokens than that is asked for
+    the reserve instead: providers refuse a prompt plus a completion over the window.
+    """
+    messages = cast("list[AnyMessage]", assembly.messages)
+    reserve = assembly.ledger.output_reserve
+    asked = request.model_settings.get("max_tokens", getattr(request.model, "max_tokens", None))
+    if isinstance(asked, int) and not isinstance(asked, bool) and asked > reserve:
+        settings = {**request.model_settings, "max_tokens": reserve}
+        return request.override(messages=messages, model_settings=settings)
+    return request.override(messages=messages)
