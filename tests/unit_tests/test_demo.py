@@ -290,7 +290,7 @@ class FakeTerminal(io.StringIO):
 def test_progress_spins_on_a_terminal_and_clears_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TERM", "xterm")
     stream = FakeTerminal()
-    progress = _demo._Progress(stream, plain_lines=True)
+    progress = _demo.Progress(stream, plain_lines=True)
     progress.status("turn 2/30", "call 5")
     deadline = time.monotonic() + 5
     while "turn 2/30: call 5" not in stream.getvalue() and time.monotonic() < deadline:

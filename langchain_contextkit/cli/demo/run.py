@@ -26,25 +26,29 @@ The demo's run and its progress printer are one flow, read top to bottom.
 from __future__ import annotations
 
 import json
-import logging
-import os
 import shutil
 import sys
 import tempfile
 import textwrap
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from langchain_contextkit.cli.demo._output import (
+    WIDTH,
+    LedgerReport,
+    Progress,
+    gate_row,
+    numbers_text,
+    quiet_gate_log,
+    summary_data,
+    wants_colour,
+)
 from langchain_contextkit.cli.demo.model import choose_model
 from langchain_contextkit.errors import ContextKitError, ModelSetupError, ModelSpecError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from langchain_core.language_models import BaseChatModel
 
     from langchain_contextkit.cli.demo.session import CallRecord, DemoSession
@@ -56,7 +60,6 @@ DEFAULT_WINDOW = 6000
 
 DEFAULT_OUTPUT_RESERVE = 1000
 _MIN_WINDOW = 4000
-_WIDTH = 100
 _BAR = 40
 _EXIT_USAGE = 2
 _EXIT_FAILED = 1
@@ -128,7 +131,7 @@ def run_demo(
         _fail(err, str(error))
         # A missing key or package is a setup that failed; an unknown provider, a bad argument.
         return _EXIT_USAGE if isinstance(error, ModelSpecError) else _EXIT_FAILED
-    progress = _Progress(err, plain_lines=chosen.model is not None)
+    progress = Progress(err, plain_lines=chosen.model is not None)
     try:
         return _Run(options, chosen.label, chosen.model, out, progress).run()
     except KeyboardInterrupt:
@@ -181,14 +184,14 @@ class _Run:
         label: str,
         model: BaseChatModel | None,
         out: TextIO,
-        progress: _Progress,
+        progress: Progress,
     ) -> None:
         self.options = options
         self.label = label
         self.model = model
         self.out = out
         self.progress = progress
-        self.colour = _wants_colour(out)
+        self.colour = wants_colour(out)
         self.started = time.monotonic()
         self.temporary: Path | None = None
         """The temporary workspace once made; removed at the end unless kept."""
@@ -231,14 +234,14 @@ class _Run:
             _fail(progress.stream, f"cannot set up the agent: {error}")
             return _EXIT_FAILED
         self._header(session)
-        with _quiet_gate_log():  # a failed call shows in the summary's gate line instead
+        with quiet_gate_log():  # a failed call shows in the summary's gate line instead
             status = self._turns(session, TURNS)
         if status:
             return status
         progress.close()
         seconds = time.monotonic() - self.started
         try:
-            report = _LedgerReport.of(session, self.options.plot)
+            report = LedgerReport.of(session, self.options.plot)
         except (ContextKitError, OSError, ValueError) as error:
             _fail(progress.stream, f"cannot report the ledger log: {error}")
             return _EXIT_FAILED
@@ -246,7 +249,7 @@ class _Run:
 
         evaluation = evaluate_session(session)
         if self.options.as_json:
-            data = _summary_data(session, self.label, seconds, kept=self.keeps_workspace)
+            data = summary_data(session, self.label, seconds, kept=self.keeps_workspace)
             data["report"] = report.data()
             data["evaluation"] = evaluation.to_dict()
             print(json.dumps(data, indent=2, default=str), file=self.out)
@@ -267,7 +270,7 @@ class _Run:
         path.write_bytes(b"")
         return path.resolve()
 
-    def _report(self, report: _LedgerReport) -> None:
+    def _report(self, report: LedgerReport) -> None:
         kept = self.options.ledger is not None or self.keeps_workspace
         self._print("")
         for line in report.text.splitlines():
@@ -383,7 +386,7 @@ class _Run:
 
     def _turn_line(self, head: str, text: str) -> str:
         flat = " ".join(text.split())
-        room = _WIDTH - len(head) - 2
+        room = WIDTH - len(head) - 2
         if len(flat) > room:
             flat = flat[: room - 3] + "..."
         return self._paint(head, "1") + "  " + flat
@@ -395,7 +398,7 @@ class _Run:
             self._paint(mark, _COLOURS[mark]) if on else " "
             for mark, on in (("C", ledger.compacted), ("r", ledger.reduced))
         )
-        room = _WIDTH - (6 + 2 + _BAR + 2 + self._size_width + 2 + 2 + 2)
+        room = WIDTH - (6 + 2 + _BAR + 2 + self._size_width + 2 + 2 + 2)
         move = record.move if len(record.move) <= room else record.move[: room - 3] + "..."
         bar = self._bar(ledger.bar(_BAR))
         return f"{ledger.call:>6}  {bar}  {size:>{self._size_width}}  {marks}  {move}"
@@ -413,17 +416,17 @@ class _Run:
             self._print(f"  {'':<17}   {line}")
 
     def _summary(self, session: DemoSession, seconds: float) -> None:
-        data = _summary_data(session, self.label, seconds, kept=self.keeps_workspace)
+        data = summary_data(session, self.label, seconds, kept=self.keeps_workspace)
         compactions, reduced = data["compactions"], data["reduced"]
         largest, notes, facts = data["largest_prompt"], data["notes"], data["facts"]
         visible = sum(1 for fact in facts if fact["parts"])
-        reduced_text = f"; tool loop reduced at call {_numbers(reduced)}" if reduced else ""
+        reduced_text = f"; tool loop reduced at call {numbers_text(reduced)}" if reduced else ""
         rows = [
             ("run", f"{data['turns']} user turns, {data['calls']} model calls, {seconds:.1f} s"),
             (
                 "compactions",
                 f"{len(compactions)}"
-                + (f" (calls {_numbers(compactions)})" if compactions else "")
+                + (f" (calls {numbers_text(compactions)})" if compactions else "")
                 + reduced_text,
             ),
             (
@@ -441,7 +444,7 @@ class _Run:
                     f"read back, {notes['searched']} searches; {notes['on_disk']} on disk"
                 ),
             ),
-            ("quality gate", _gate_row(data["gate"])),
+            ("quality gate", gate_row(data["gate"])),
             (
                 "",
                 (
@@ -478,212 +481,7 @@ class _Run:
             )
         else:
             self._print(f"  {'workspace':<17} removed ({data['workspace']}); --keep keeps it")
-        answer = textwrap.wrap(data["last_answer"], _WIDTH - 20) or ["(none)"]
+        answer = textwrap.wrap(data["last_answer"], WIDTH - 20) or ["(none)"]
         self._print(f"  {'last answer':<17} {answer[0]}")
         for line in answer[1:]:
             self._print(f"  {'':<17} {line}")
-
-
-@dataclass(frozen=True, slots=True)
-class _LedgerReport:
-    """The run's ledger log read back: its dashboard, and the chart when asked for."""
-
-    path: Path
-    text: str
-    figures: dict[str, Any]
-    lines: int
-    chart: Path | None
-
-    @classmethod
-    def of(cls, session: DemoSession, plot: str | None) -> _LedgerReport:
-        from langchain_contextkit.agents.ledger_log import read_ledger_log  # noqa: PLC0415
-        from langchain_contextkit.dashboard import plot_ledger, summarize_ledgers  # noqa: PLC0415
-
-        path = session.settings.ledger_path
-        if path is None:
-            msg = "the session wrote no ledger log"
-            raise ValueError(msg)
-        records = read_ledger_log(path)
-        dashboard = summarize_ledgers(records)
-        chart = None
-        if plot is not None:
-            title = f"contextkit demo: window ledger per model call ({len(records)} calls)"
-            chart = plot_ledger(records, plot, title=title).resolve()
-        text = dashboard.text(title="report (contextkit report on the ledger log)")
-        return cls(path, text, dashboard.to_dict(), len(records), chart)
-
-    def data(self) -> dict[str, Any]:
-        return {
-            "ledger": str(self.path),
-            "lines": self.lines,
-            **self.figures,
-            "chart": None if self.chart is None else str(self.chart),
-        }
-
-
-def _gate_row(gate: dict[str, Any]) -> str:
-    failed = gate["failed_calls"]
-    return f"checked on every call: {gate['passed']} of {gate['checked']} passed" + (
-        f"; failed at call {_numbers(failed)}" if failed else ""
-    )
-
-
-def _gate_data(session: DemoSession) -> dict[str, Any]:
-    gates = [c.ledger.gate for c in session.calls if c.ledger.gate is not None]
-    return {
-        "max_request_tokens": session.gate.max_request_tokens,
-        "max_retrieval_share": session.gate.max_retrieval_share,
-        "checked": len(gates),
-        "passed": sum(1 for gate in gates if gate.get("passed") is True),
-        "failed_calls": [
-            c.ledger.call
-            for c in session.calls
-            if c.ledger.gate is not None and c.ledger.gate.get("passed") is not True
-        ],
-    }
-
-
-def _deliberate_data(session: DemoSession) -> dict[str, Any]:
-    failure = session.deliberate_failure()
-    return {
-        "deliberate": True,
-        "removed": list(failure.removed),
-        "messages": failure.messages,
-        "passed": failure.result.passed,
-        "failures": failure.result.failure_lines(),
-        "result": failure.result.to_dict(),
-    }
-
-
-def _numbers(values: list[int]) -> str:
-    return ", ".join(str(value) for value in values)
-
-
-def _summary_data(
-    session: DemoSession, label: str, seconds: float, *, kept: bool
-) -> dict[str, Any]:
-    calls = session.calls
-    window = session.settings.window
-    reserve = calls[0].ledger.output_reserve if calls else session.settings.output_reserve
-    largest = max(calls, key=lambda c: c.ledger.prompt) if calls else None
-    activity = session.note_activity()
-    return {
-        "model": label,
-        "window": window,
-        "output_reserve": reserve,
-        "limit": window - reserve,
-        "turns": session.turns,
-        "calls": len(calls),
-        "compactions": [c.ledger.call for c in calls if c.ledger.compacted],
-        "reduced": [c.ledger.call for c in calls if c.ledger.reduced],
-        "largest_prompt": {
-            "tokens": largest.ledger.prompt if largest else 0,
-            "call": largest.ledger.call if largest else 0,
-        },
-        "notes": {
-            "created": activity.created,
-            "updated": activity.updated,
-            "read": activity.read,
-            "searched": activity.searched,
-            "on_disk": activity.on_disk,
-            "folder": str(session.notes_dir),
-        },
-        "facts": [
-            {"label": fact.label, "needle": fact.needle, "parts": list(fact.parts)}
-            for fact in session.facts()
-        ],
-        "gate": _gate_data(session),
-        "deliberate_failure": _deliberate_data(session),
-        "workspace": str(session.settings.workspace),
-        "workspace_kept": kept,
-        "last_answer": session.last_answer(),
-        "seconds": round(seconds, 2),
-        "ledgers": [
-            {"user_turn": c.turn, **c.ledger.to_dict(), "prompt": c.ledger.prompt, "move": c.move}
-            for c in calls
-        ],
-    }
-
-
-@contextmanager
-def _quiet_gate_log() -> Iterator[None]:
-    """Keep the gate's log lines (``on_gate_fail="log"``) off the demo's output."""
-    gate_log = logging.getLogger("langchain_contextkit.quality")
-    propagate = gate_log.propagate
-    quiet = logging.NullHandler()
-    gate_log.addHandler(quiet)
-    gate_log.propagate = False
-    try:
-        yield
-    finally:
-        gate_log.removeHandler(quiet)
-        gate_log.propagate = propagate
-
-
-def _wants_colour(stream: TextIO) -> bool:
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
-class _Progress:
-    """A spinner on a terminal's stderr; plain lines (or nothing) elsewhere."""
-
-    _FRAMES = "|/-\\"
-
-    def __init__(self, stream: TextIO, *, plain_lines: bool) -> None:
-        self.stream = stream
-        isatty = getattr(stream, "isatty", None)
-        self.live = bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
-        self.plain_lines = plain_lines
-        self._text = ""
-        self._lock = threading.Lock()
-        self._shown = False
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def status(self, text: str, detail: str = "") -> None:
-        """Show `text` (and `detail`, on a terminal only) until the next status."""
-        if not self.live:
-            if self.plain_lines and text != self._text:
-                print(f"contextkit demo: {text}", file=self.stream, flush=True)
-            self._text = text
-            return
-        with self._lock:
-            self._text = f"{text}: {detail}" if detail else text
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._spin, daemon=True)
-            self._thread.start()
-
-    def _spin(self) -> None:
-        frame = 0
-        while not self._stop.wait(0.1):
-            with self._lock:
-                width = shutil.get_terminal_size((_WIDTH, 20)).columns - 1
-                line = f"{self._FRAMES[frame % len(self._FRAMES)]} {self._text}"[:width]
-                self.stream.write(f"\r\x1b[K{line}")
-                self.stream.flush()
-                self._shown = True
-            frame += 1
-
-    def _clear(self) -> None:
-        if self._shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self._shown = False
-
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        """Hold the spinner off the line while something else prints."""
-        with self._lock:
-            self._clear()
-            yield
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        with self._lock:
-            self._clear()
