@@ -47,7 +47,7 @@ def fresh(messages: list[BaseMessage], counter: Any = count_tokens) -> list[int]
     """Each message counted from scratch, bypassing the memo."""
     return [
         tokens_module._count_parts(
-            *tokens_module._message_parts(m, tokens_module.DEFAULT_IMAGE_TOKENS), counter
+            *tokens_module._message_parts(m, tokens_module.DEFAULT_IMAGE_TOKENS, counter), counter
         )
         for m in messages
     ]
