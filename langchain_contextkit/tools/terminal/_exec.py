@@ -1,54 +1,52 @@
-"""Run a checked pipeline: processes, limits, the bubblewrap sandbox and capped output.
+"""Run a checked pipeline: one process per stage, a deadline, and nothing left running.
 
 Each stage is its own process (`shell=False`), the first reading an empty standard
 input (never the agent's own: for a stdio tool server that is the protocol channel),
 each the previous one's output. Every stage starts a new session, so its whole process
 group can be killed; on timeout and at the end of every call the groups still alive are
-killed, so no process outlives the call.
-
-Resource limits (CPU seconds, address space, `RLIMIT_FSIZE` 0 so nothing can write a
-file, core dumps off, a cap on new processes) are set before the command runs by
-util-linux `prlimit`, which sets them on itself and then execs the command. That keeps
-CPython's fast `vfork` spawn (a `preexec_fn` forces a full `fork`, several milliseconds
-in a large agent process); `preexec_fn` is the fallback where `prlimit` is missing.
-
-Output is read as it comes and kept as a head and a tail (see `CappedText`); a command
-that keeps writing is stopped after `MAX_DRAIN_BYTES`, so `cat` of a 2 GB file returns
-promptly.
-
-Process setup, pipes, limits and output capture are one call path, kept together.
+killed, so no process outlives the call. Output is captured as `CappedText` (see
+`_output`); the sandbox argv and the resource limits come from `_sandbox` and `_limits`,
+and are re-exported here with the runner.
 """
 
-# String paths throughout, as os.path.realpath returns them:
-# ruff: noqa: PTH112, PTH114, PTH115, PTH123, PTH208
+# /proc is scanned with plain os calls on its fixed kernel paths:
+# ruff: noqa: PTH123, PTH208
 
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
-import functools
-import math
 import os
 import selectors
-import shutil
 import signal
 import subprocess
-import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-# POSIX only. The package must still import elsewhere (the tool then refuses to start,
-# see TerminalTool's platform check), so `resource` is optional here.
-if sys.platform != "win32":
-    import resource
+from langchain_contextkit.tools.terminal._limits import ADDRESS_SPACE_BYTES, SPARE_PROCESSES, Limits
+from langchain_contextkit.tools.terminal._output import (
+    MAX_DRAIN_BYTES,
+    READ_CHUNK,
+    STDERR_CHARS,
+    CappedText,
+    PipelineResult,
+)
+from langchain_contextkit.tools.terminal._sandbox import (
+    SYSTEM_PATH,
+    bwrap_command,
+    find_bwrap,
+    find_executable,
+    sandbox_works,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
 __all__ = [
+    "ADDRESS_SPACE_BYTES",
     "MAX_DRAIN_BYTES",
+    "SPARE_PROCESSES",
     "STDERR_CHARS",
     "SYSTEM_PATH",
     "CappedText",
@@ -62,267 +60,7 @@ __all__ = [
     "sandbox_works",
 ]
 
-SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-"""Where commands are looked up, and the children's PATH (never the parent's PATH)."""
-
-MAX_DRAIN_BYTES = 64 << 20
-"""Output after which a command is stopped (what was kept so far is still shown)."""
-
-STDERR_CHARS = 2_000
-"""Characters of standard error kept (head and tail), on top of `max_output_chars`."""
-
-ADDRESS_SPACE_BYTES = 1 << 30
-"""`RLIMIT_AS` of every command: enough for sort and grep on large files."""
-
-SPARE_PROCESSES = 64
-"""How many more tasks than exist now a command's user may start (`RLIMIT_NPROC`)."""
-
-_READ_CHUNK = 1 << 16
 _KILL_GRACE = 2.0  # seconds to reap a killed group; SIGKILL cannot be ignored
-
-# Mounted read-only in the sandbox when present: what dynamic linking, user names in
-# `ls -l`, time zones and `file`'s magic need. No secrets (no shadow, no keys).
-_SANDBOX_ETC = (
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/alternatives",
-    "/etc/localtime",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/nsswitch.conf",
-    "/etc/magic",
-    "/etc/magic.mime",
-)
-_SANDBOX_TOP = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_NOBODY = "65534"
-
-
-def find_executable(name: str) -> str | None:
-    """The absolute path of `name` on the system PATH (not the parent process's PATH)."""
-    return shutil.which(name, path=SYSTEM_PATH)
-
-
-def find_bwrap() -> str | None:
-    """The bubblewrap executable, if installed."""
-    return find_executable("bwrap")
-
-
-def bwrap_command(bwrap: str, root: str | None, cwd: str) -> list[str]:
-    """The bubblewrap prefix for one stage: `root` read-only, system directories read-only.
-
-    New user (mapped to nobody), PID, network, IPC, UTS and cgroup namespaces, no
-    capabilities, a private /tmp, a minimal /dev and /proc, killed with its parent. No
-    `--new-session`: the stage already runs in a session of its own without a terminal
-    (so no terminal injection), and staying in that session's process group lets the
-    tool kill the sandboxed processes with the group. The root is mounted at its own
-    path so paths in the output match the ones the model uses.
-
-    Args:
-        bwrap: The bubblewrap executable.
-        root: The workspace root (a real path); `None` mounts none (the probe).
-        cwd: The stage's working directory (a real path inside the root).
-
-    Returns:
-        The argv up to and including the `--` that precedes the command.
-    """
-    argv = [
-        bwrap,
-        "--unshare-all",
-        "--unshare-user",
-        "--uid",
-        _NOBODY,
-        "--gid",
-        _NOBODY,
-        "--cap-drop",
-        "ALL",
-        "--die-with-parent",
-        # The command is the namespace's pid 1 (no reaper process in between): bwrap
-        # then reaps it itself, so nothing of the sandbox outlives bwrap's exit.
-        "--as-pid-1",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-    ]
-    for top in _SANDBOX_TOP:
-        if os.path.islink(top):
-            argv += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            argv += ["--ro-bind", top, top]
-    for path in _SANDBOX_ETC:
-        argv += ["--ro-bind-try", path, path]
-    argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]  # noqa: S108 - a private tmpfs
-    if root is not None:
-        argv += ["--ro-bind", root, root]
-    argv += ["--chdir", cwd, "--"]
-    return argv
-
-
-@functools.cache
-def sandbox_works(bwrap: str) -> bool:
-    """Tell whether bubblewrap can start a sandbox here; tried once per executable.
-
-    It fails where user namespaces are disabled (some containers, hardened kernels)
-    and bubblewrap is not setuid.
-    """
-    true = find_executable("true")
-    if true is None:
-        return False
-    probe = [*bwrap_command(bwrap, None, "/"), true]
-    try:
-        completed = subprocess.run(  # noqa: S603 - a fixed argv
-            probe,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=10,
-            check=False,
-            env={"PATH": SYSTEM_PATH},
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return completed.returncode == 0
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Resource limits of every command (soft = hard, so a command cannot raise them)."""
-
-    cpu_seconds: int
-    address_space: int = ADDRESS_SPACE_BYTES
-
-    @classmethod
-    def for_timeout(cls, timeout: float) -> Limits:
-        """CPU time a little above the wall-clock timeout (the timeout acts first)."""
-        return cls(cpu_seconds=math.ceil(timeout) + 1)
-
-    def values(self) -> list[tuple[int, int]]:
-        """(resource, limit) pairs, each clamped to the current hard limit."""
-        wanted = [
-            (resource.RLIMIT_CPU, self.cpu_seconds),
-            (resource.RLIMIT_AS, self.address_space),
-            (resource.RLIMIT_FSIZE, 0),
-            (resource.RLIMIT_CORE, 0),
-        ]
-        processes = _process_cap()
-        if processes is not None:
-            # Per user, by the kernel's definition, and not enforced for root: a cap on
-            # runaway forking, while the real guard is that no allowed command forks.
-            wanted.append((resource.RLIMIT_NPROC, processes))
-        out = []
-        for which, value in wanted:
-            hard = resource.getrlimit(which)[1]
-            out.append((which, value if hard == resource.RLIM_INFINITY else min(value, hard)))
-        return out
-
-    def prlimit_prefix(self, prlimit: str) -> list[str]:
-        """`prlimit --cpu=N:N ... --` to run a command under these limits."""
-        names = {
-            resource.RLIMIT_CPU: "cpu",
-            resource.RLIMIT_AS: "as",
-            resource.RLIMIT_FSIZE: "fsize",
-            resource.RLIMIT_CORE: "core",
-            resource.RLIMIT_NPROC: "nproc",
-        }
-        return [prlimit, *(f"--{names[w]}={v}:{v}" for w, v in self.values()), "--"]
-
-    def preexec(self) -> Callable[[], None]:
-        """A `preexec_fn` setting these limits (the fallback without `prlimit`)."""
-        values = self.values()
-
-        def apply() -> None:
-            for which, value in values:
-                resource.setrlimit(which, (value, value))
-
-        return apply
-
-
-def _process_cap() -> int | None:
-    """Tasks on the machine now plus `SPARE_PROCESSES`: an upper bound that leaves room.
-
-    `RLIMIT_NPROC` counts all of the user's tasks (threads too), so a fixed small cap
-    would break commands for a user with many processes; /proc/loadavg's total counts
-    every task on the machine, which bounds the user's.
-    """
-    try:
-        with open("/proc/loadavg", encoding="ascii") as handle:
-            total = int(handle.read().split()[3].split("/")[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return total + SPARE_PROCESSES
-
-
-class CappedText:
-    """Decoded output kept as a head and a tail, with a count of what was cut."""
-
-    __slots__ = (
-        "_decoder",
-        "_head",
-        "_head_len",
-        "_tail",
-        "head_limit",
-        "tail_limit",
-        "total_bytes",
-        "total_chars",
-    )
-
-    def __init__(self, limit: int) -> None:
-        """Keep at most `limit` characters: the first half and the last half."""
-        self.head_limit = limit - limit // 2
-        self.tail_limit = limit // 2
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._head: list[str] = []
-        self._head_len = 0
-        self._tail = ""
-        self.total_bytes = 0
-        self.total_chars = 0
-
-    def feed(self, data: bytes, *, final: bool = False) -> None:
-        """Add a chunk of output."""
-        self.total_bytes += len(data)
-        text = self._decoder.decode(data, final=final)
-        self.total_chars += len(text)
-        if self._head_len < self.head_limit:
-            taken = text[: self.head_limit - self._head_len]
-            self._head.append(taken)
-            self._head_len += len(taken)
-            text = text[len(taken) :]
-        if text:
-            self._tail += text
-            if len(self._tail) > 2 * self.tail_limit + _READ_CHUNK:
-                self._tail = self._tail[-self.tail_limit :] if self.tail_limit else ""
-
-    def result(self) -> tuple[str, str, int]:
-        """(head, tail, characters cut between them); the tail is empty if nothing was cut."""
-        self.feed(b"", final=True)
-        head = "".join(self._head)
-        kept_tail = self._tail[-self.tail_limit :] if self.tail_limit else ""
-        cut = self.total_chars - len(head) - len(kept_tail)
-        if cut <= 0:
-            return head + self._tail, "", 0
-        # Cut at line boundaries when one is near, so no half lines are shown.
-        newline = head.rfind("\n")
-        if newline >= len(head) // 2:
-            cut += len(head) - newline - 1
-            head = head[: newline + 1]
-        newline = kept_tail.find("\n")
-        if 0 <= newline < len(kept_tail) // 2:
-            cut += newline + 1
-            kept_tail = kept_tail[newline + 1 :]
-        return head, kept_tail, cut
-
-
-@dataclass(slots=True)
-class PipelineResult:
-    """What a pipeline printed and how its stages ended."""
-
-    stdout: CappedText
-    stderr: CappedText
-    statuses: list[int | None] = field(default_factory=list)
-    """Each stage's exit status (negative: killed by that signal)."""
-    timed_out: bool = False
-    stopped_early: bool = False
-    """The output passed `MAX_DRAIN_BYTES` and the command was stopped."""
-    elapsed: float = 0.0
 
 
 @dataclass(slots=True)
@@ -512,7 +250,7 @@ def _collect(
                     running.discard(fd)
                     continue
                 try:
-                    data = os.read(fd, _READ_CHUNK)
+                    data = os.read(fd, READ_CHUNK)
                 except BlockingIOError:
                     continue
                 if not data:
@@ -626,7 +364,7 @@ async def _acollect(
 
     def readable(fd: int) -> None:
         try:
-            data = os.read(fd, _READ_CHUNK)
+            data = os.read(fd, READ_CHUNK)
         except BlockingIOError:
             return
         if data:
