@@ -38,7 +38,7 @@ from langchain_contextkit.prompts import FIDELITIES, Fidelity, PromptRegistry
 from langchain_contextkit.tokens import TokenCounter, count_tokens
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
 __all__ = ["ExtractiveSummarizer", "check_fidelity", "item_score", "previous_sentences"]
 
@@ -147,11 +147,7 @@ class ExtractiveSummarizer:
         """
         previous, body = split_extension(text)
         old = previous_sentences(previous, self.prompts)
-        new = [
-            dataclasses.replace(s, position=len(old) + s.position)
-            for s in _sentences(body, self.prompts)
-        ]
-        return self._fitted([*old, *new])
+        return self._fitted([*old, *_sentences(body, self.prompts, start=len(old))])
 
     def _fitted(self, sentences: list[RecapLine], *, trusted: bool = False) -> tuple[str, Fidelity]:
         """The lines of the highest tier that all fit, from `fidelity` down.
@@ -380,13 +376,22 @@ def item_score(text: str, label: str | None, section: RecapSection | None) -> in
     return max(1, _score(text, label or ("User" if section else "Note")))
 
 
-def _sentences(text: str, prompts: PromptRegistry) -> list[RecapLine]:
+def _sentences(text: str, prompts: PromptRegistry, *, start: int = 0) -> list[RecapLine]:
     """Split a transcript into scored sentences, each labelled with its speaker.
 
     Merged summaries (a map-reduce's partial recaps) are read like an earlier recap:
-    a ``- Role:`` line under a section heading keeps that section.
+    a ``- Role:`` line under a section heading keeps that section. Positions count
+    from `start` (the lines of an earlier recap come first).
     """
-    out: list[RecapLine] = []
+    parsed = enumerate(_parsed(text, prompts), start)
+    return [_scored(at, label, section, sentence) for at, (label, section, sentence) in parsed]
+
+
+def _parsed(text: str, prompts: PromptRegistry) -> Iterator[tuple[str, RecapSection | None, str]]:
+    """A transcript's sentences with their speaker and the recap section they are under.
+
+    Nothing is scored here: reading is cheap, scoring is not (`_scored`).
+    """
     label = "Note"
     section: RecapSection | None = None
     for line in text.splitlines():
@@ -410,20 +415,47 @@ def _sentences(text: str, prompts: PromptRegistry) -> list[RecapLine]:
         if section is not None:
             body = OWN_NOTE.sub("", body)
         for sentence in split_sentences(body):
-            score = _score(sentence, label)
-            detail = score == 0 and not label.startswith("Tool") and _has_words(sentence)
-            # A line no tier keeps needs no section (sorting one costs a few regexes).
-            kept = score > 0 or detail
-            where = section or (recap_section(sentence, speaker=label) if kept else "facts")
-            out.append(RecapLine(len(out), label, sentence, score, where, detail))
-    return out
+            yield label, section, sentence
+
+
+def _scored(position: int, label: str, section: RecapSection | None, sentence: str) -> RecapLine:
+    """A sentence read by `_parsed` as a scored line of a recap."""
+    score = _score(sentence, label)
+    detail = score == 0 and not label.startswith("Tool") and _has_words(sentence)
+    # A line no tier keeps needs no section (sorting one costs a few regexes).
+    kept = score > 0 or detail
+    where = section or (recap_section(sentence, speaker=label) if kept else "facts")
+    return RecapLine(position, label, sentence, score, where, detail)
+
+
+def _score_bound(sentence: str, label: str) -> int:
+    """At least `_score(sentence, label)`, from one to three quick searches.
+
+    Facts weigh at most 5, and at most 1 without a digit (a name); a decision adds 2;
+    markup is assumed to hide both (stripping it can make a word of a decision). A
+    search that cannot change which messages are read first is left out.
+    """
+    markup = _MARKUP_START.search(sentence) is not None
+    if markup or _DIGIT.search(sentence):
+        facts = _MAX_FACT_WEIGHT + _DECISION_WEIGHT  # the decision search is not worth it
+    else:
+        facts = 1 + (_DECISION_WEIGHT if has_decision(sentence) else 0)
+    if label == "User" or (label == "Assistant" and (markup or is_decided(sentence))):
+        return facts + _STATED_WEIGHT
+    return facts - 1 if label.startswith("Tool") else facts
+
+
+_DIGIT = re.compile(r"\d")
+_MAX_FACT_WEIGHT = 5
+_DECISION_WEIGHT = 2
 
 
 def _score(sentence: str, label: str) -> int:
-    clean = strip_markup(sentence)
+    # Markup starts with one of three characters: most sentences need no substitution.
+    clean = strip_markup(sentence) if _MARKUP_START.search(sentence) else sentence
     score, has_name = _fact_weight(sentence)
     if has_decision(clean):
-        score += 2
+        score += _DECISION_WEIGHT
     if label == "User":
         # What the user states is the conversation's ground truth and cannot be fetched
         # again: it outranks everything a tool printed, which usually can be.
@@ -466,10 +498,25 @@ _STATED_WEIGHT = 5
 """What a user's statement, or a decision the conversation reached, weighs on top."""
 
 
+_MARKUP_START = re.compile(r"[\\<&]")
+"""Every piece of markup `facts.strip_markup` removes starts with one of these."""
+
+_ENOUGH_WORDS = 4
+
+
 def _has_words(sentence: str) -> bool:
     """More than a greeting or filler: four different words, or four CJK characters."""
-    cjk = {ch for ch in sentence if unicodedata.east_asian_width(ch) in "WF"}
-    return len(cjk) >= 4 or len(set(sentence.casefold().split())) >= 4  # noqa: PLR2004
+    if len(set(sentence.casefold().split())) >= _ENOUGH_WORDS:
+        return True
+    if sentence.isascii():
+        return False  # no wide character: the words decided it
+    cjk: set[str] = set()
+    for ch in sentence:  # stops at the fourth: a Chinese sentence is decided at once
+        if unicodedata.east_asian_width(ch) in "WF":
+            cjk.add(ch)
+            if len(cjk) >= _ENOUGH_WORDS:
+                return True
+    return False
 
 
 def _normalised(text: str) -> str:

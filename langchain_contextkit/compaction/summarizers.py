@@ -34,6 +34,8 @@ from langchain_contextkit.compaction.extractive import (
 )
 from langchain_contextkit.compaction.facts import RecapSection, normalised
 from langchain_contextkit.compaction.recap_format import (
+    NEW_MESSAGES_LABEL,
+    PREVIOUS_SUMMARY_LABEL,
     RecapLine,
     compose_extension,
     recap_heading_of,
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
 __all__ = [
+    "NEW_MESSAGES_LABEL",
+    "PREVIOUS_SUMMARY_LABEL",
     "SUMMARY_CONFIG",
     "ASummarize",
     "ExtractiveSummarizer",
