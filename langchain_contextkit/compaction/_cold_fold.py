@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from langchain_contextkit.compaction.extractive import (
+    _MARKUP_START,
     ExtractiveSummarizer,
     _eligible,
     _merged,
@@ -23,17 +24,18 @@ from langchain_contextkit.compaction.extractive import (
     _scored,
     previous_sentences,
 )
+from langchain_contextkit.compaction.facts import is_decided, is_markup_line, split_sentences
 from langchain_contextkit.compaction.recap_format import render_transcript
 from langchain_contextkit.prompts import FIDELITIES
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from langchain_core.messages import BaseMessage
 
     from langchain_contextkit.compaction.facts import RecapSection
     from langchain_contextkit.compaction.recap_format import RecapLine
-    from langchain_contextkit.prompts import Fidelity
+    from langchain_contextkit.prompts import Fidelity, PromptRegistry
 
 __all__ = ["fold_recap"]
 
@@ -41,24 +43,32 @@ _SLOTS = 1 << 20
 """Positions per message: a line's position is its message's slot plus its own index,
 so lines keep the order of the transcript without counting the sentences before them."""
 
+# The best score a line can reach (`extractive._score`): facts weigh at most 5 and a
+# decision 2; the user's statements and the assistant's decisions add 5; a tool's line
+# loses 1.
+_STATED_BOUND = 12
+_PLAIN_BOUND = 7
 _TOOL_BOUND = 6
-"""The best score a tool's line can reach (`extractive._score`): facts weigh at most 5
-and a decision 2, and a tool's line loses 1."""
 
 
 def _bound(message: BaseMessage) -> int:
     """The best score any sentence of `message` can reach: read the best ones first.
 
-    The quick searches of `_score_bound` over the whole text (whitespace collapsed, as
-    in a sentence): what any of its sentences holds, the whole holds.
+    Without a search but one: the user's statements may reach the most, and an
+    assistant's only where it states a decision (`extractive._score_bound`).
     """
     if message.type == "tool":
         return _TOOL_BOUND  # a tool's output is long: not even searched unless needed
-    label = _LABELS.get(message.type, "Note")
-    return _score_bound(" ".join(message.text.split()), label)
-
-
-_LABELS = {"human": "User", "ai": "Assistant"}
+    if message.type == "human":
+        return _STATED_BOUND
+    if message.type != "ai":
+        return _PLAIN_BOUND
+    text = str(message.text)
+    if "\n" in text or "  " in text or "\t" in text:
+        text = " ".join(text.split())  # as in a sentence: a decision's words one space apart
+    # Markup may hide a decision's words (`_score_bound` assumes it does).
+    decided = _MARKUP_START.search(text) is not None or is_decided(text)
+    return _STATED_BOUND if decided else _PLAIN_BOUND
 
 
 def fold_recap(
@@ -87,9 +97,8 @@ def fold_recap(
     while unread or unscored:
         level = max(unread.keys() | unscored.keys())
         for index in unread.pop(level, ()):
-            text = render_transcript([messages[index]])
             at = (index + 1) * _SLOTS
-            for offset, (label, section, sentence) in enumerate(_parsed(text, prompts)):
+            for offset, (label, section, sentence) in enumerate(_read(messages[index], prompts)):
                 bound = min(level, _score_bound(sentence, label))
                 unscored[bound].append((at + offset, label, section, sentence))
         # What was just read may hold sentences of this level: score them in this round.
@@ -105,6 +114,30 @@ def fold_recap(
     return summarizer._fitted(scored)  # noqa: SLF001 - everything read: the summariser's own
 
 
+def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
+    """`message`'s sentences as `extractive._parsed` reads its transcript.
+
+    A user's or an assistant's text with no tool call is its transcript's ``Role: text``
+    line and indented further lines (`render_transcript`): the same speaker throughout,
+    under no section. Its sentences are read without rendering and parsing it.
+    """
+    label = _PLAIN_LABELS.get(message.type)
+    text = str(message.text)
+    calls = getattr(message, "tool_calls", None) or getattr(message, "invalid_tool_calls", None)
+    lines = text.split("\n")
+    if label is None or calls or len(text.splitlines()) != len(lines):
+        return _parsed(render_transcript([message]), prompts)  # other line breaks, calls
+    lines[0] = lines[0].lstrip()  # what the speaker pattern leaves after "Role: "
+    return (
+        (label, None, sentence)
+        for line in lines
+        if not is_markup_line(line)
+        for sentence in split_sentences(line)
+    )
+
+
+_PLAIN_LABELS = {"human": "User", "ai": "Assistant"}
+_Sentence = tuple[str, "RecapSection | None", str]
 _Parsed = tuple[int, str, "RecapSection | None", str]
 """A sentence read but not scored: position, speaker, section, text."""
 

@@ -435,17 +435,22 @@ def _score_bound(sentence: str, label: str) -> int:
     markup is assumed to hide both (stripping it can make a word of a decision). A
     search that cannot change which messages are read first is left out.
     """
-    markup = _MARKUP_START.search(sentence) is not None
-    if markup or _DIGIT.search(sentence):
+    found = _MARKUP_OR_DIGIT.search(sentence)  # None: neither markup nor a digit
+    if found is not None:
         facts = _MAX_FACT_WEIGHT + _DECISION_WEIGHT  # the decision search is not worth it
     else:
         facts = 1 + (_DECISION_WEIGHT if has_decision(sentence) else 0)
-    if label == "User" or (label == "Assistant" and (markup or is_decided(sentence))):
+    if label == "User":
         return facts + _STATED_WEIGHT
+    if label == "Assistant":
+        markup = found is not None and _MARKUP_START.search(sentence) is not None
+        if markup or is_decided(sentence):
+            return facts + _STATED_WEIGHT
     return facts - 1 if label.startswith("Tool") else facts
 
 
-_DIGIT = re.compile(r"\d")
+_MARKUP_OR_DIGIT = re.compile(r"[\\<&]|\d")
+"""One search for the two things that lift a sentence's bound most (`_MARKUP_START`)."""
 _MAX_FACT_WEIGHT = 5
 _DECISION_WEIGHT = 2
 
