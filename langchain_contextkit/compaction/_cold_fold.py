@@ -125,7 +125,7 @@ def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
     text = str(message.text)
     calls = getattr(message, "tool_calls", None) or getattr(message, "invalid_tool_calls", None)
     lines = text.split("\n")
-    if label is None or calls or len(text.splitlines()) != len(lines):
+    if label is None or calls or text.splitlines() != lines:
         return _parsed(render_transcript([message]), prompts)  # other line breaks, calls
     lines[0] = lines[0].lstrip()  # what the speaker pattern leaves after "Role: "
     return (

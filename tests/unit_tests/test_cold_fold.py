@@ -94,3 +94,22 @@ def test_a_tool_fact_is_kept_when_nothing_outranks_it() -> None:
     ]
     recap, _ = fold_recap(ExtractiveSummarizer(max_tokens=200), messages)
     assert "exit code 137" in recap
+
+
+LINES = [
+    "Order 7 broke.", ".TH LS 1 2024", "Facts:", "User: not a speaker here", "  indented",
+    "", "结论：必须退款。", "x\u2028y", "so\twe decided", "- Assistant: item", "\\fB2\\fR",
+]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(LINES), min_size=1, max_size=6),
+    st.sampled_from(["human", "ai"]),
+)
+def test_reading_a_plain_message_is_reading_its_transcript(lines: list[str], kind: str) -> None:
+    text = "\n".join(lines)
+    message = HumanMessage(text) if kind == "human" else AIMessage(text)
+    prompts = ExtractiveSummarizer().prompts
+    expected = list(extractive._parsed(render_transcript([message]), prompts))
+    assert list(_cold_fold._read(message, prompts)) == expected
