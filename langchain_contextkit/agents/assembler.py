@@ -364,7 +364,6 @@ class WindowAssembler(TurnFitting):
             retrieval: The call's retrieval (`CallRetrieval`: its scope and the run's
                 callbacks, passed to the sources); pass the same one to a retry of the
                 call and the sources are not asked again.
-
             recaps: Recaps shared with other workers (`HistoryCompactor.compact_view`).
 
         Raises:
