@@ -130,8 +130,7 @@ class _Call:
     one and no `offload=` store was configured."""
     retrieval: CallRetrieval = field(default_factory=CallRetrieval)
     """The call's retrieval: its scope and callbacks, and the candidates a retry reuses."""
-    recaps: RecapStore | None = None
-    """Recaps shared with other workers: `recap_store=`, else the agent's store."""
+    recaps: RecapStore | None = None  # shared with other workers (`SharedRecaps`)
 
 
 class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
@@ -257,9 +256,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 the older turns, within Anthropic's 4 together with
                 ``AnthropicPromptCachingMiddleware``'s (see `cache_marks`); recap
                 requests get the same marks. Other providers' requests are unchanged.
-            recap_store: Where recaps are shared with every worker of a deployment
-                (`RecapStore`, each history summarised once); default the agent's own
-                store (`create_agent(store=...)`) when it has one.
+            recap_store: Where recaps are shared by all workers (`RecapStore`); default
+                the agent's own store (`create_agent(store=...)`) when it has one.
 
         Raises:
             ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
@@ -433,8 +431,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         """
         if self.assembler.offloader is not None:
             return None
-        store = agent_store(request)
-        if store is None:
+        if (store := agent_store(request)) is None:
             return None
         known = self._offload_store
         if known is None or known[0] is not store:
