@@ -26,10 +26,22 @@ count_tokens_approximately, strategy="last", start_on="human", include_system=Tr
    (inside `wrap_model_call` minus inside the handler) over the last 50 turns.
 3. Log-log slopes of ours' steady counter calls, characters and time per call vs length.
 
+4. (issue 32) Cold starts: summariser calls and characters of a fresh `create_agent` worker
+   (stateless) on a 2,000-message thread at 8k, and of three workers one after another on
+   one `InMemoryStore`; a cold `summaries="extractive"` call on 10,000 messages beside the
+   anchor's firing call on the same history; the middleware's steady time per model call
+   (12 turns after a seeded 2,000- or 10,000-message history) as a share of the
+   `create_agent` turn without the middleware, stateless and with `InMemorySaver`.
+
 Targets (exit 1 on a FAIL, not with --quick): steady slopes of counter calls and characters
-per call <= 0.1 at each window; middleware time per call <= 1 ms (median, turns 451-500,
-stateless and checkpointer); cold call on 10,000 messages <= the anchor's firing call at
-each window; peak memory of a cold or steady call of ours <= 2x the history in memory.
+per call <= 0.1 at each window; peak memory of a cold or steady call of ours <= 2x the
+history in memory; a fresh worker's cold call <= 2 summariser calls; workers 2 and 3 on a
+shared store 0; a cold extractive call <= 5x the anchor's firing call; the steady time per
+call <= 5% of the create_agent turn at 2,000 and 10,000 messages, stateless and
+checkpointed. Issue 32 made the per-call target relative to the framework (it replaces
+"<= 1 ms") and a cold call bounded instead of as fast as the anchor (which reads only its
+last 4,000 tokens): the part 2 loop and the model-summary cold rows are shown, not
+targets.
 """
 
 from __future__ import annotations
@@ -80,7 +92,7 @@ LOOP_WINDOW, TAIL = 128_000, 50  # the loop's window; its last 50 turns are meas
 USER = "[user]"  # starts every user message: the fake model tells them from summary requests
 SYSTEM = SystemMessage(script.SYSTEM_PROMPT)
 TOOLS: list[Any] = [script.lookup_record]
-SLOPE_TARGET, ADDED_MS_TARGET, MEMORY_TARGET = 0.1, 1.0, 2.0
+SLOPE_TARGET, MEMORY_TARGET = 0.1, 2.0
 KINDS = ("ours", "ours+counter", "anchor", "trim")
 LOOPS: tuple[str, ...] = ("ours, stateless", "ours, checkpointer", "ours+counter, checkpointer")
 LOOPS += ("no middleware, stateless", "no middleware, checkpointer")
@@ -771,17 +783,9 @@ def check(cases: Sequence[Case], loops: Sequence[Loop]) -> list[tuple[bool, str]
         if name != "seconds":
             text = f"steady slope of {name}/call at {window:,}: {value:.3f} (<= {SLOPE_TARGET})"
             out.append((value <= SLOPE_TARGET, text))
-    for r in loops:
-        if r.tail and "counter" not in r.label:
-            added = med(r.tail)
-            text = f"loop, {r.label}: middleware adds {added:.3f} ms/call (<= {ADDED_MS_TARGET})"
-            out.append((added <= ADDED_MS_TARGET, text))
+    del loops  # shown in their table; the per-call target is part 4's share of a turn
     for c in cases:
         where = f"{c.n:,} msgs at {c.window:,}"
-        if c.n == max(SIZES):
-            o, a = med(c.samples["ours cold"]), med(c.samples["anchor cold"])
-            note = "" if all(s.fired for s in c.samples["anchor cold"]) else " (did not fire)"
-            out.append((o <= a, f"cold, {where}: ours {o:.1f} ms, the anchor {a:.1f} ms{note}"))
         for phase in ("cold", "steady"):
             ratio = c.peak[f"ours {phase}"] / c.size
             text = f"peak memory, {phase}, {where}: {ratio:.2f}x the history in memory"
