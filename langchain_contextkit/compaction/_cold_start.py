@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from langchain_contextkit.compaction._compactor_core import CompactorCore
 from langchain_contextkit.compaction.recap_store import SharedRecap, recap_key
-from langchain_contextkit.errors import ContextKitError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -30,14 +29,18 @@ if TYPE_CHECKING:
 
     from langchain_contextkit.compaction._plan import Plan
 
-__all__ = ["ColdStart", "SummarizerBoundError", "SummarizerMeter"]
+__all__ = ["DEFAULT_COLD_START_CALLS", "ColdStart", "SummarizerMeter"]
 
 DEFAULT_COLD_START_CALLS = 2
 """Summariser calls a compaction that finds no recap may make (`HistoryCompactor`)."""
 
 
-class SummarizerBoundError(ContextKitError):
-    """A cold start's summariser calls went over their bound (the extractive recap follows)."""
+class _OverBoundError(RuntimeError):
+    """A cold start's summariser calls went over their bound.
+
+    Never seen by a caller: the compactor records it as the attempt's error and the
+    extractive recap follows (a control-flow signal, not part of the error tree).
+    """
 
 
 @dataclasses.dataclass(slots=True)
@@ -45,14 +48,14 @@ class SummarizerMeter:
     """Counts a compaction's summariser calls and the characters they send; bounds them."""
 
     limit: int | None = None
-    """Calls allowed (None: any number); one more raises `SummarizerBoundError`."""
+    """Calls allowed (None: any number); one more fails the summariser's attempt."""
     calls: int = 0
     chars: int = 0
 
     def _count(self, chars: int) -> None:
         if self.limit is not None and self.calls >= self.limit:
             msg = f"more than {self.limit} summariser calls on a cold start"
-            raise SummarizerBoundError(msg)
+            raise _OverBoundError(msg)
         self.calls += 1
         self.chars += chars
 
