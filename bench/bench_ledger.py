@@ -26,10 +26,22 @@ count_tokens_approximately, strategy="last", start_on="human", include_system=Tr
    (inside `wrap_model_call` minus inside the handler) over the last 50 turns.
 3. Log-log slopes of ours' steady counter calls, characters and time per call vs length.
 
+4. (issue 32) Cold starts: summariser calls and characters of a fresh `create_agent` worker
+   (stateless) on a 2,000-message thread at 8k, and of three workers one after another on
+   one `InMemoryStore`; a cold `summaries="extractive"` call on 10,000 messages beside the
+   anchor's firing call on the same history; the middleware's steady time per model call
+   (12 turns after a seeded 2,000- or 10,000-message history) as a share of the
+   `create_agent` turn without the middleware, stateless and with `InMemorySaver`.
+
 Targets (exit 1 on a FAIL, not with --quick): steady slopes of counter calls and characters
-per call <= 0.1 at each window; middleware time per call <= 1 ms (median, turns 451-500,
-stateless and checkpointer); cold call on 10,000 messages <= the anchor's firing call at
-each window; peak memory of a cold or steady call of ours <= 2x the history in memory.
+per call <= 0.1 at each window; peak memory of a cold or steady call of ours <= 2x the
+history in memory; a fresh worker's cold call <= 2 summariser calls; workers 2 and 3 on a
+shared store 0; a cold extractive call <= 5x the anchor's firing call; the steady time per
+call <= 5% of the create_agent turn at 2,000 and 10,000 messages, stateless and
+checkpointed. Issue 32 made the per-call target relative to the framework (it replaces
+"<= 1 ms") and a cold call bounded instead of as fast as the anchor (which reads only its
+last 4,000 tokens): the part 2 loop and the model-summary cold rows are shown, not
+targets.
 """
 
 from __future__ import annotations
@@ -56,6 +68,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately as approximately, trim_messages
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -79,7 +92,7 @@ LOOP_WINDOW, TAIL = 128_000, 50  # the loop's window; its last 50 turns are meas
 USER = "[user]"  # starts every user message: the fake model tells them from summary requests
 SYSTEM = SystemMessage(script.SYSTEM_PROMPT)
 TOOLS: list[Any] = [script.lookup_record]
-SLOPE_TARGET, ADDED_MS_TARGET, MEMORY_TARGET = 0.1, 1.0, 2.0
+SLOPE_TARGET, MEMORY_TARGET = 0.1, 2.0
 KINDS = ("ours", "ours+counter", "anchor", "trim")
 LOOPS: tuple[str, ...] = ("ours, stateless", "ours, checkpointer", "ours+counter, checkpointer")
 LOOPS += ("no middleware, stateless", "no middleware, checkpointer")
@@ -532,6 +545,235 @@ def report_loops(loops: Sequence[Loop], turns: int) -> None:
     table(title, head, [loop_row(r) for r in loops])
 
 
+# --- part 4: cold starts, shared recaps, the steady share of a turn (issue 32) ---------------
+
+COLD_N, COLD_WINDOW, COLD_CALLS_TARGET = 2_000, 8_000, 2
+EXTRACTIVE_N, EXTRACTIVE_RATIO_TARGET = 10_000, 5.0
+SHARE_SIZES, SHARE_TURNS, SHARE_TARGET = (2_000, 10_000), 12, 0.05
+
+
+def question(turn: int) -> HumanMessage:
+    return HumanMessage(f"{USER} {turn}: {take(random.Random(turn), 40, 300, PROSE)}")
+
+
+def counting_model(window: int) -> tuple[ScriptedChatModel, list[int]]:
+    """`loop_model` at `window`, counting the summary requests it answers."""
+    count, inner = [0], loop_model()
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if not isinstance(last, ToolMessage) and not (
+            isinstance(last, HumanMessage) and last.text.startswith(USER)
+        ):
+            count[0] += 1
+        return cast("Any", inner).respond(messages)
+
+    limits = {"context_window": window, "max_output_tokens": max_output(window)}
+    return ScriptedChatModel(respond=respond, **limits), count
+
+
+@dataclass(slots=True)
+class Cold:
+    calls: list[int]  # summariser calls of each worker, in order
+    chars: list[int]  # characters those calls sent (the ledger's summarizer_chars)
+    ms: list[float]  # each worker's invoke, wall time
+
+
+def run_workers(n: int, window: int, workers: int, *, shared: bool) -> Cold:
+    """Fresh `create_agent` workers, one after another, on one stateless `n`-message thread.
+
+    `shared`: one `InMemoryStore` for all (`create_agent(store=...)`); else none.
+    """
+    history = [*Chat(f"workers/{n}").history(n), question(n)]
+    store = InMemoryStore() if shared else None
+    out = Cold([], [], [])
+    for _ in range(workers):
+        model, count = counting_model(window)
+        mw = ContextKitMiddleware.for_model(model)
+        agent = create_agent(model, [lookup], middleware=[mw], store=store)
+        began = time.perf_counter()
+        state = agent.invoke(cast("Any", {"messages": list(history)}))
+        out.ms.append((time.perf_counter() - began) * 1e3)
+        first = next(x for x in state[LEDGER_KEY] if x["call"] == 1)
+        out.calls.append(count[0])
+        out.chars.append(int(first.get("summarizer_chars", 0)))
+    return out
+
+
+def cold_extractive(n: int, window: int, reps: int) -> tuple[list[float], list[float], bool]:
+    """Cold `summaries="extractive"` calls and the anchor's firing calls, interleaved (ms)."""
+    ours_ms, anchor_ms, fired_all = [], [], True
+    for rep in range(reps):
+        blob = pickle.dumps(Chat(f"extractive/{rep}").history(n))
+        model = summary_model(window)
+        mw = cast("TimedKit", TimedKit.for_model(model, summaries="extractive"))
+        messages = fresh(blob, f"x{rep}")
+        request = ModelRequest(model=model, messages=cast("Any", messages), system_message=SYSTEM)
+        gc.collect()
+        mw.wrap_model_call(request.override(tools=TOOLS, state=cast("Any", {})), provider)
+        ours_ms.append(mw.samples[-1][1].seconds * 1e3)
+        gc.collect()
+        sample = anchor(window)(fresh(blob, f"a{rep}"))[0]
+        anchor_ms.append(sample.seconds * 1e3)
+        fired_all = fired_all and sample.fired
+    return ours_ms, anchor_ms, fired_all
+
+
+@dataclass(slots=True)
+class Share:
+    n: int
+    label: str
+    turn_ms: float  # median create_agent turn without the middleware
+    added_ms: float  # median middleware time per model call, with it
+    calls: int  # model calls measured
+
+
+def run_share(n: int, turns: int) -> list[Share]:
+    """The middleware's steady time per call against the loop's own turn, at `n` messages."""
+    base = Chat(f"share/{n}").history(n)
+    out = []
+    for stateful in (False, True):
+        times: dict[bool, list[float]] = {}
+        added: list[float] = []
+        for with_mw in (False, True):
+            model = loop_model()
+            mw = timed_kit(model, counted=False) if with_mw else None
+            saver = InMemorySaver() if stateful else None
+            agent = create_agent(
+                model,
+                [lookup],
+                system_prompt=SYSTEM.text,
+                middleware=[mw] if mw else [],
+                checkpointer=saver,
+            )
+            config: Any = {"configurable": {"thread_id": f"share-{n}"}}
+            history: list[BaseMessage] = list(base)
+            # The first turn carries the whole history (a cold start); the rest are steady.
+            seed: list[BaseMessage] = [*base, question(0)]
+            times[with_mw] = []
+            for turn in range(turns + 1):
+                if mw is not None:
+                    mw.turn = turn
+                began = time.perf_counter()
+                if stateful:
+                    agent.invoke(
+                        cast("Any", {"messages": seed if turn == 0 else [question(turn)]}), config
+                    )
+                else:
+                    payload = seed if turn == 0 else [*history, question(turn)]
+                    history = agent.invoke(cast("Any", {"messages": payload}))["messages"]
+                if turn:
+                    times[with_mw].append((time.perf_counter() - began) * 1e3)
+                model.requests.clear()
+            if mw is not None:
+                added = [s.seconds * 1e3 for t, s in mw.samples if t >= 1]
+        label = "checkpointer" if stateful else "stateless"
+        turn_ms = statistics.median(times[False])
+        out.append(Share(n, label, turn_ms, statistics.median(added), len(added)))
+    return out
+
+
+def report_cold(
+    cold: Cold, shared: Cold, extractive: tuple[list[float], list[float], bool]
+) -> None:
+    rows = [
+        (
+            f"fresh worker, {COLD_N:,} msgs at {COLD_WINDOW:,}",
+            str(cold.calls[0]),
+            f"{cold.chars[0]:,}",
+            f"{cold.ms[0]:.0f}",
+        ),
+        *(
+            (f"shared store, worker {i + 1}", str(c), f"{ch:,}", f"{ms:.0f}")
+            for i, (c, ch, ms) in enumerate(zip(shared.calls, shared.chars, shared.ms, strict=True))
+        ),
+    ]
+    table(
+        "cold starts (stateless create_agent invoke)",
+        ("run", "summariser calls", "chars sent", "ms"),
+        rows,
+    )
+    ours, anchor_ms, _ = extractive
+    rows = [
+        (
+            f"{EXTRACTIVE_N:,} msgs at {COLD_WINDOW:,}",
+            f"{statistics.median(ours):.1f}",
+            f"{statistics.median(anchor_ms):.1f}",
+            f"{statistics.median(ours) / statistics.median(anchor_ms):.1f}x",
+        )
+    ]
+    table(
+        "cold extractive call vs the anchor's firing call (median ms)",
+        ("history", "ours", "anchor", "ratio"),
+        rows,
+    )
+
+
+def report_shares(shares: Sequence[Share]) -> None:
+    rows = [
+        (
+            f"{s.n:,}",
+            s.label,
+            f"{s.turn_ms:.2f}",
+            f"{s.added_ms:.3f}",
+            f"{s.added_ms / s.turn_ms:.1%}",
+            str(s.calls),
+        )
+        for s in shares
+    ]
+    head = ("history", "run", "turn ms (no middleware)", "added ms/call", "share", "calls")
+    table(
+        f"steady middleware time per call vs the create_agent turn ({SHARE_TURNS} turns)",
+        head,
+        rows,
+    )
+
+
+def check_cold(
+    cold: Cold,
+    shared: Cold,
+    extractive: tuple[list[float], list[float], bool],
+    shares: Sequence[Share],
+) -> list[tuple[bool, str]]:
+    out = [
+        (
+            cold.calls[0] <= COLD_CALLS_TARGET,
+            (
+                f"cold call of a fresh worker, {COLD_N:,} msgs at {COLD_WINDOW:,}: "
+                f"{cold.calls[0]} summariser calls (<= {COLD_CALLS_TARGET})"
+            ),
+        ),
+        (
+            shared.calls[1:] == [0] * (len(shared.calls) - 1),
+            f"three workers, one InMemoryStore: summariser calls {shared.calls} (2 and 3: 0)",
+        ),
+    ]
+    ours, anchor_ms, fired_all = extractive
+    ratio = statistics.median(ours) / statistics.median(anchor_ms)
+    note = "" if fired_all else " (the anchor did not always fire)"
+    out.append(
+        (
+            ratio <= EXTRACTIVE_RATIO_TARGET,
+            (
+                f"cold extractive, {EXTRACTIVE_N:,} msgs: {ratio:.1f}x the anchor's firing "
+                f"call (<= {EXTRACTIVE_RATIO_TARGET:.0f}x){note}"
+            ),
+        )
+    )
+    for s in shares:
+        share = s.added_ms / s.turn_ms
+        out.append(
+            (
+                share <= SHARE_TARGET,
+                (
+                    f"steady, {s.n:,} msgs, {s.label}: {share:.1%} of the create_agent "
+                    f"turn (<= {SHARE_TARGET:.0%})"
+                ),
+            )
+        )
+    return out
+
+
 # --- targets and main ------------------------------------------------------------------------
 
 
@@ -541,17 +783,9 @@ def check(cases: Sequence[Case], loops: Sequence[Loop]) -> list[tuple[bool, str]
         if name != "seconds":
             text = f"steady slope of {name}/call at {window:,}: {value:.3f} (<= {SLOPE_TARGET})"
             out.append((value <= SLOPE_TARGET, text))
-    for r in loops:
-        if r.tail and "counter" not in r.label:
-            added = med(r.tail)
-            text = f"loop, {r.label}: middleware adds {added:.3f} ms/call (<= {ADDED_MS_TARGET})"
-            out.append((added <= ADDED_MS_TARGET, text))
+    del loops  # shown in their table; the per-call target is part 4's share of a turn
     for c in cases:
         where = f"{c.n:,} msgs at {c.window:,}"
-        if c.n == max(SIZES):
-            o, a = med(c.samples["ours cold"]), med(c.samples["anchor cold"])
-            note = "" if all(s.fired for s in c.samples["anchor cold"]) else " (did not fire)"
-            out.append((o <= a, f"cold, {where}: ours {o:.1f} ms, the anchor {a:.1f} ms{note}"))
         for phase in ("cold", "steady"):
             ratio = c.peak[f"ours {phase}"] / c.size
             text = f"peak memory, {phase}, {where}: {ratio:.2f}x the history in memory"
@@ -566,20 +800,31 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", help=f"default {SIZES}")
     parser.add_argument("--turns", type=int, help=f"loop turns (default {TURNS}; quick 100)")
     parser.add_argument("--reps", type=int, default=3, help="cold repetitions (default 3)")
+    parser.add_argument("--only-cold", action="store_true", help="part 4 only (issue 32)")
     args = parser.parse_args()
     sizes = args.sizes or (SIZES[:2] if args.quick else SIZES)
     turns = args.turns or (100 if args.quick else TURNS)
     began = time.perf_counter()
     load_texts()
-    cases = [run_case(n, window, args.reps) for window in WINDOWS for n in sizes]
-    report_cases(cases)
-    rows = [(f"{w:,}", m, f"{v:.3f}") for (w, m), v in slopes(cases).items()]
-    table("steady state, ours: log-log slope vs length", ("window", "per call", "slope"), rows)
-    loops = [run_loop(label, turns) for label in LOOPS]
-    report_loops(loops, turns)
-    if turns != TURNS:
-        print(f"(the loop ran {turns} turns, not {TURNS}; the tail is its last {TAIL} or half)")
-    results = check(cases, loops)
+    results: list[tuple[bool, str]] = []
+    if not args.only_cold:
+        cases = [run_case(n, window, args.reps) for window in WINDOWS for n in sizes]
+        report_cases(cases)
+        rows = [(f"{w:,}", m, f"{v:.3f}") for (w, m), v in slopes(cases).items()]
+        table("steady state, ours: log-log slope vs length", ("window", "per call", "slope"), rows)
+        loops = [run_loop(label, turns) for label in LOOPS]
+        report_loops(loops, turns)
+        if turns != TURNS:
+            print(f"(the loop ran {turns} turns, not {TURNS}; the tail is its last {TAIL} or half)")
+        results += check(cases, loops)
+    cold = run_workers(COLD_N, COLD_WINDOW, 1, shared=False)
+    shared = run_workers(COLD_N, COLD_WINDOW, 3, shared=True)
+    extractive = cold_extractive(EXTRACTIVE_N, COLD_WINDOW, max(1, args.reps))
+    report_cold(cold, shared, extractive)
+    share_sizes = SHARE_SIZES[:1] if args.quick else SHARE_SIZES
+    shares = [s for n in share_sizes for s in run_share(n, SHARE_TURNS)]
+    report_shares(shares)
+    results += check_cold(cold, shared, extractive, shares)
     print()
     for ok, text in results:
         print(f"{'PASS' if ok else 'FAIL'}: {text}")

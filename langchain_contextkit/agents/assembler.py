@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.builder.report import ContextReport
     from langchain_contextkit.calibration import Calibration
+    from langchain_contextkit.compaction.recap_store import RecapStore
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
 
@@ -271,6 +272,7 @@ class WindowAssembler(TurnFitting):
         reuse_recaps: bool = True,
         store: OffloadStore | None = None,
         retrieval: CallRetrieval | None = None,
+        recaps: RecapStore | None = None,
     ) -> WindowAssembly:
         """Lay out one model call (sync). See `aassemble`."""
         start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
@@ -291,6 +293,7 @@ class WindowAssembler(TurnFitting):
                 summary=summary,
                 summarize_view=summarize_view,
                 reuse_recaps=reuse_recaps,
+                recaps=recaps,
                 **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
             )
 
@@ -323,6 +326,7 @@ class WindowAssembler(TurnFitting):
         reuse_recaps: bool = True,
         store: OffloadStore | None = None,
         retrieval: CallRetrieval | None = None,
+        recaps: RecapStore | None = None,
     ) -> WindowAssembly:
         """Lay out one model call: the messages to send after the system message.
 
@@ -360,6 +364,7 @@ class WindowAssembler(TurnFitting):
             retrieval: The call's retrieval (`CallRetrieval`: its scope and the run's
                 callbacks, passed to the sources); pass the same one to a retry of the
                 call and the sources are not asked again.
+            recaps: Recaps shared with other workers (`HistoryCompactor.compact_view`).
 
         Raises:
             ContextWindowExceeded: Only when the system prompt, the tool schemas, the
@@ -384,6 +389,7 @@ class WindowAssembler(TurnFitting):
                 summary=summary,
                 asummarize_view=asummarize_view,
                 reuse_recaps=reuse_recaps,
+                recaps=recaps,
                 **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
             )
 

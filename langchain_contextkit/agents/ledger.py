@@ -113,6 +113,14 @@ class CallLedger:
     """The fidelity tier of the recap this call's compaction wrote (``"high"``,
     ``"medium"`` or ``"low"``: lower than configured when room was short); None when it
     wrote none."""
+    summarizer_calls: int = 0
+    """Calls this call's compaction made to a model (or callback) summariser: at most
+    `HistoryCompactor.cold_start_calls` on a history with no recap in force, else one per
+    epoch of the window's grid (usually one, rarely)."""
+    summarizer_chars: int = 0
+    """Characters those summariser calls sent (text and instruction)."""
+    shared_recap: bool = False
+    """The recap in force came from the shared store (`RecapStore`): another worker made it."""
     gate: dict[str, Any] | None = None
     """The quality gate's result for this request (`GateResult.to_dict()`), when a gate
     is set (`quality_gate=` on the middleware or node)."""

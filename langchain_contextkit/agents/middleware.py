@@ -21,12 +21,12 @@ from langchain.agents.middleware.types import (
     ModelResponse,
 )
 from langchain_core.messages import AIMessage
-from langgraph.store.base import BaseStore
 from langgraph.types import Command
 
 from langchain_contextkit._validate import check_count
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents._overflow import refused_twice, retry_shrink
+from langchain_contextkit.agents._stores import SharedRecaps, agent_store
 from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
 from langchain_contextkit.agents.cache_marks import apply_cache_marks
 from langchain_contextkit.agents.compaction_middleware import (
@@ -86,9 +86,11 @@ if TYPE_CHECKING:
 
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import SystemMessage
+    from langgraph.store.base import BaseStore
 
     from langchain_contextkit.agents.offload import OffloadConfig
     from langchain_contextkit.budget import ContextConfig
+    from langchain_contextkit.compaction.recap_store import RecapStore
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
 
@@ -128,6 +130,7 @@ class _Call:
     one and no `offload=` store was configured."""
     retrieval: CallRetrieval = field(default_factory=CallRetrieval)
     """The call's retrieval: its scope and callbacks, and the candidates a retry reuses."""
+    recaps: RecapStore | None = None  # shared with other workers (`SharedRecaps`)
 
 
 class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
@@ -204,6 +207,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         ledger_path: str | os.PathLike[str] | None = None,
         fallback_window: int | None = None,
         cache_breakpoints: bool = True,
+        recap_store: BaseStore | None = None,
     ) -> None:
         """Configure the middleware.
 
@@ -252,6 +256,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 the older turns, within Anthropic's 4 together with
                 ``AnthropicPromptCachingMiddleware``'s (see `cache_marks`); recap
                 requests get the same marks. Other providers' requests are unchanged.
+            recap_store: Where recaps are shared by all workers (`RecapStore`); default
+                the agent's own store (`create_agent(store=...)`) when it has one.
 
         Raises:
             ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
@@ -292,6 +298,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         # The agent's store as an offload store, made once: the assembler keeps its
         # offloader and cutter per offload store, so the wrapper must stay the same object.
         self._offload_store: tuple[BaseStore, NoteOffloadStore] | None = None
+        self._recaps = SharedRecaps(recap_store)
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -424,8 +431,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         """
         if self.assembler.offloader is not None:
             return None
-        store = getattr(getattr(request, "runtime", None), "store", None)
-        if not isinstance(store, BaseStore):
+        if (store := agent_store(request)) is None:
             return None
         known = self._offload_store
         if known is None or known[0] is not store:
@@ -512,7 +518,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         """Send the assembled request instead of the raw history; retry once if too long."""
         timer = CallTimer()  # the ledger's model_ms and middleware_ms
         call = self._prepare(request)
-        call.store = self._store_for(request)
+        call.store, call.recaps = self._store_for(request), self._recaps.for_request(request)
         assembly = self._assemble(call)
         retried = False
         try:
@@ -538,7 +544,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         """Async `wrap_model_call`."""
         timer = CallTimer()  # the ledger's model_ms and middleware_ms
         call = self._prepare(request)
-        call.store = self._store_for(request)
+        call.store, call.recaps = self._store_for(request), self._recaps.for_request(request)
         assembly = await self._aassemble(call)
         retried = False
         try:
@@ -572,6 +578,7 @@ class _AssemblyArgs(TypedDict):
     reuse_recaps: bool
     store: OffloadStore | None
     retrieval: CallRetrieval
+    recaps: RecapStore | None
 
 
 def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
@@ -589,4 +596,5 @@ def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
         reuse_recaps=not call.in_thread,
         store=call.store,
         retrieval=call.retrieval,
+        recaps=call.recaps,
     )

@@ -161,6 +161,9 @@ class RequestLayout:
             factor=factor,
             fidelity=compaction.fidelity if compaction.compacted else None,
             repairs=len(repairs),
+            summarizer_calls=compaction.summarizer_calls,
+            summarizer_chars=compaction.summarizer_chars,
+            shared_recap=compaction.shared,
         )
         block_report = report if block is not None else None
         return WindowAssembly(messages, compaction.summary, ledger, compaction, block_report)

@@ -44,10 +44,15 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_contextkit.agents._preview import preview_span, render_preview
 from langchain_contextkit.agents.offload_stores import HiddenSpan, OffloadStore, offload_key
-from langchain_contextkit.tokens import TokenCounter, count_message_tokens, count_tokens
+from langchain_contextkit.tokens import (
+    TokenCounter,
+    count_each,
+    count_message_tokens,
+    count_tokens,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
 __all__ = ["CutTurn", "ResultCutter"]
 
@@ -143,12 +148,16 @@ class ResultCutter:
         """
         view = list(messages)
         cut = left_out = 0
-        for index, message in enumerate(messages):
-            if not isinstance(message, ToolMessage) or not isinstance(message.content, str):
-                continue
-            text = message.content
-            if len(text) <= threshold // 8:  # no counter gives 8+ tokens a character
-                continue
+        # No counter gives 8+ tokens a character: shorter results need no count.
+        long = [
+            (index, message, message.content)
+            for index, message in enumerate(messages)
+            if isinstance(message, ToolMessage)
+            and isinstance(message.content, str)
+            and len(message.content) > threshold // 8
+        ]
+        self._count_all(text for _, _, text in long)
+        for index, message, text in long:
             tokens = self._count(text)
             if tokens <= threshold:
                 continue
@@ -169,6 +178,20 @@ class ResultCutter:
             cut += 1
             left_out += max(0, known[2])
         return CutTurn(view, 0, cut, left_out)
+
+    def _count_all(self, texts: Iterable[str]) -> None:
+        """Count the texts not counted yet, in one batch (`count_each`).
+
+        A cold history's results cost one vectorised pass, not a counter call each.
+        """
+        new = list(dict.fromkeys(t for t in texts if t not in self._tokens))
+        if not new:
+            return
+        counts = count_each(new, self.counter)
+        with self._lock:
+            self._tokens.update(zip(new, counts, strict=True))
+            while len(self._tokens) > _COUNTED_MEMO:
+                self._tokens.popitem(last=False)
 
     def _count(self, text: str) -> int:
         """`text`'s tokens, remembered: the history's results are read again every call."""

@@ -56,13 +56,26 @@ class Plan:
     floor: str | None = None  # the extractive recap of this plan, once made: a model's floor
     previous_floor: str | None = None  # the floor in force (None: `previous` is its own)
     arrays: HistoryArrays | None = None  # sized plans: the arrays of the history after `system`
+    # A bounded cold start: pending[:folded] is one epoch, read once by the extractive fold.
+    folded: int = 0
+    # Recaps this call made, by the digest they cover: (digest, recap, floor), to share.
+    fresh: list[tuple[str, str, str | None]] = dataclasses.field(default_factory=list)
+    # The fold, once made (the model's chain and its floor's both start with it).
+    fold: tuple[int, str | None, str, Fidelity | None] | None = None
 
     def epochs(self) -> list[tuple[int, int, str | None]]:
-        """`(start, end, digest)` of each epoch in pending: one, unless the grid has more."""
+        """`(start, end, digest)` of each epoch in pending: one, unless the grid has more.
+
+        The epochs a cold start folds (`folded`) are one, ending where the last of them ends.
+        """
         if not self.cuts:
             return [(0, self.cut, self.digest)]
         starts = (0, *self.cuts[:-1])
-        return list(zip(starts, self.cuts, self.cut_digests, strict=True))
+        epochs = list(zip(starts, self.cuts, self.cut_digests, strict=True))
+        if self.folded:
+            inside = [epoch for epoch in epochs if epoch[1] <= self.folded]
+            epochs = [(0, inside[-1][1], inside[-1][2]), *epochs[len(inside) :]]
+        return epochs
 
 
 class Planner(CompactorCore):

@@ -10,6 +10,7 @@ from langchain_contextkit.compaction._chunked_summary import (
     run_async,
     run_sync,
 )
+from langchain_contextkit.compaction._cold_fold import fold_recap
 from langchain_contextkit.compaction._compactor_core import CompactorCore
 from langchain_contextkit.compaction.summarizers import (
     ASummarize,
@@ -74,11 +75,23 @@ class RecapChains(CompactorCore):
         """
         previous = self._previous(plan, floor=floor)
         for start, end, digest in plan.epochs():
-            requests = self._requests(plan, plan.pending[start:end], previous, sized=not extractive)
-            text = run_sync(requests, summarize)
+            if end <= plan.folded:
+                text, folded = self._fold(plan, end, previous), True
+            else:
+                aged = plan.pending[start:end]
+                text, folded = (
+                    run_sync(self._requests(plan, aged, previous, sized=not extractive), summarize),
+                    False,
+                )
             previous = self._carried(
                 self._epoch_recap(
-                    text, digest, end, plan, asked=asked, extractive=extractive, remember=remember
+                    text,
+                    digest,
+                    end,
+                    plan,
+                    asked=asked and not folded,
+                    extractive=extractive or folded,
+                    remember=remember,
                 )
             )
         return previous or ""
@@ -94,12 +107,35 @@ class RecapChains(CompactorCore):
         """Async `_chain`."""
         previous = self._previous(plan)
         for start, end, digest in plan.epochs():
-            requests = self._requests(plan, plan.pending[start:end], previous, sized=not extractive)
-            text = await run_async(requests, asummarize)
+            if end <= plan.folded:
+                text, folded = self._fold(plan, end, previous), True
+            else:
+                aged = plan.pending[start:end]
+                requests = self._requests(plan, aged, previous, sized=not extractive)
+                text, folded = await run_async(requests, asummarize), False
             previous = self._carried(
-                self._epoch_recap(text, digest, end, plan, asked=asked, extractive=extractive)
+                self._epoch_recap(
+                    text,
+                    digest,
+                    end,
+                    plan,
+                    asked=asked and not folded,
+                    extractive=extractive or folded,
+                )
             )
         return previous or ""
+
+    def _fold(self, plan: Plan, end: int, previous: str | None) -> str:
+        """The extractive recap of `previous` and `plan.pending[:end]`, read once (a cold start)."""
+        if plan.fold is not None and plan.fold[:2] == (end, previous):
+            plan.fidelity = plan.fold[3]
+            return plan.fold[2]
+        extractive = self.extractive
+        if plan.cap < extractive.max_tokens:
+            extractive = dataclasses.replace(extractive, max_tokens=max(1, plan.cap))
+        recap, plan.fidelity = fold_recap(extractive, plan.pending[:end], previous)
+        plan.fold = (end, previous, recap, plan.fidelity)
+        return recap
 
     def _previous(self, plan: Plan, *, floor: bool = False) -> str | None:
         """The recap a chain extends: none when the one in force kept nothing.
@@ -155,6 +191,7 @@ class RecapChains(CompactorCore):
         recap = self._reduced(text, plan.cap)
         if digest is not None and remember:
             self._recaps.put(digest, recap)
+            plan.fresh.append((digest, recap, None))
         return recap
 
     def _empty_recap(self, plan: Plan, end: int) -> str:

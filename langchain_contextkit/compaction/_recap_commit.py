@@ -85,6 +85,8 @@ class RecapCommits(RecapChains):
         if _new_problems(plan.pending, view, require_human_first=self.require_human_first):
             return None  # logged; the next summariser's turn, else the history unchanged
         self._remember(plan.digest, recap, floor)
+        if plan.digest is not None:
+            plan.fresh.append((plan.digest, recap, floor))
         return CompactionResult(
             view,
             summary,

@@ -29,15 +29,10 @@ import re
 from typing import TYPE_CHECKING
 
 from langchain_contextkit.compaction._recap_reduce import reduce_to_tokens
+from langchain_contextkit.compaction.extractive import ExtractiveSummarizer, previous_sentences
 from langchain_contextkit.compaction.facts import has_decision, normalised, salient_facts
-from langchain_contextkit.compaction.summarizers import (
-    ExtractiveSummarizer,
-    _previous_sentences,
-    _section_items,
-    _Sentence,
-    recap_heading_of,
-    unit_score,
-)
+from langchain_contextkit.compaction.recap_format import RecapLine, recap_heading_of
+from langchain_contextkit.compaction.summarizers import _section_items, unit_score
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -80,13 +75,13 @@ def lacks(item: str, text: str) -> bool:
     return any(re.search(rf"(?<!\w){re.escape(t)}(?!\w)", text) is None for t in tokens)
 
 
-def floor_items(extractive: str, prompts: PromptRegistry) -> list[_Sentence]:
+def floor_items(extractive: str, prompts: PromptRegistry) -> list[RecapLine]:
     """The extractive recap's user facts and decisions: what no recap may keep fewer of.
 
     A user's item is a fact when it has a distinctive token; a question or a remark
     without one is left to the summariser's judgement.
     """
-    items = _previous_sentences(extractive.splitlines(), prompts)
+    items = previous_sentences(extractive.splitlines(), prompts)
     return [
         s
         for s in items
@@ -158,7 +153,7 @@ def _rank(text: str, score: int) -> int:
 
 
 def _with_items(
-    summarizer: ExtractiveSummarizer, items: Sequence[_Sentence], added: Sequence[_Sentence]
+    summarizer: ExtractiveSummarizer, items: Sequence[RecapLine], added: Sequence[RecapLine]
 ) -> tuple[str, Fidelity]:
     """A structured reply's items and the added ones, chosen by rank within the cap.
 
@@ -175,7 +170,7 @@ def _with_items(
 
 def _with_lines(
     lines: Sequence[str],
-    added: Sequence[_Sentence],
+    added: Sequence[RecapLine],
     max_tokens: int,
     prompts: PromptRegistry,
     counter: TokenCounter,

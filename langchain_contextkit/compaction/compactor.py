@@ -17,8 +17,13 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from langchain_contextkit._validate import check_count
+from langchain_contextkit.compaction._cold_start import (
+    DEFAULT_COLD_START_CALLS,
+    ColdStart,
+    SummarizerMeter,
+)
 from langchain_contextkit.compaction._history_index import HistoryIndex
-from langchain_contextkit.compaction._plan import Planner
+from langchain_contextkit.compaction._plan import Plan, Planner
 from langchain_contextkit.compaction._recap_chain import as_async
 from langchain_contextkit.compaction._recap_commit import RecapCommits
 from langchain_contextkit.compaction._recap_memo import RecapMemo
@@ -31,6 +36,7 @@ from langchain_contextkit.compaction.recap import (
     SummarizerKind,
     ViewSummarize,
 )
+from langchain_contextkit.compaction.recap_store import RecapStore, settings_tag
 from langchain_contextkit.compaction.summarizers import (
     ASummarize,
     ExtractiveSummarizer,
@@ -64,7 +70,7 @@ __all__ = [
 ]
 
 
-class HistoryCompactor(Planner, RecapCommits):
+class HistoryCompactor(ColdStart, Planner, RecapCommits):
     """Summarise old turns with an LLM (or extractively) and keep recent turns verbatim.
 
     Rules (seed 002): below `trigger_tokens`, or with at most `keep_recent` turns, the
@@ -148,6 +154,7 @@ class HistoryCompactor(Planner, RecapCommits):
         fallback: bool = True,
         summarizer_window: int | None = None,
         fidelity: Fidelity = "medium",
+        cold_start_calls: int = DEFAULT_COLD_START_CALLS,
     ) -> None:
         """Configure the compactor.
 
@@ -169,6 +176,12 @@ class HistoryCompactor(Planner, RecapCommits):
             summarizer_window: The summariser's window in tokens, when its profile does
                 not state it: every summariser request is sized to fit it.
             fidelity: What the recap keeps (`CompactionConfig.fidelity`).
+            cold_start_calls: Summariser calls (>= 1) a compaction that finds no recap in
+                force may make: the summariser writes the newest epoch of the window's
+                grid and everything before it is folded in by one extractive pass (no
+                call). What that costs: the older part keeps the extractive recap's
+                facts (the user's statements and decisions first), not the model's
+                wording. Later compactions extend the recap with the summariser as usual.
 
         Raises:
             ConfigError: On an out-of-range knob.
@@ -203,6 +216,10 @@ class HistoryCompactor(Planner, RecapCommits):
         self._recaps = RecapMemo()
         self._floors = RecapMemo()  # the floors of model recaps, by the same digests
         self._index = HistoryIndex(token_counter)
+        check_count("cold_start_calls", cold_start_calls, minimum=1)
+        self.cold_start_calls = cold_start_calls
+        # What a shared recap depends on besides the messages and its cap (`recap_store`).
+        self._recap_settings = settings_tag(fidelity, registry, _summarizer_name(llm))
 
     @classmethod
     def from_config(
@@ -272,6 +289,7 @@ class HistoryCompactor(Planner, RecapCommits):
         summarizer_window: int | None = None,
         reuse_recaps: bool = True,
         cap_scale: float = 1.0,
+        recaps: RecapStore | None = None,
     ) -> CompactionResult:
         """Compute the view a model should see, extending `summary` when the trigger fires.
 
@@ -305,6 +323,9 @@ class HistoryCompactor(Planner, RecapCommits):
                 factor): the instruction states the recap's cap in the summariser's
                 tokens, `cap x cap_scale` rounded down. The reply is held to the cap in
                 counter tokens either way.
+            recaps: Recaps shared with other workers (`RecapStore`): before summarising,
+                a recap stored for this history's cuts is used (with `reuse_recaps`);
+                every recap made is written there.
 
         Returns:
             The view, the new running summary and what happened.
@@ -313,23 +334,57 @@ class HistoryCompactor(Planner, RecapCommits):
             ContextWindowExceeded: When even one recent turn and the recap exceed
                 `ceiling_tokens` (the history itself is untouched).
         """
-        plan = self._plan(
-            history, summary, overhead_tokens, ceiling_tokens, room_tokens, reuse=reuse_recaps
-        )
+
+        def plan_now() -> Plan | CompactionResult:
+            return self._plan(
+                history, summary, overhead_tokens, ceiling_tokens, room_tokens, reuse=reuse_recaps
+            )
+
+        plan, shared = plan_now(), False
+        if recaps is not None and reuse_recaps and isinstance(plan, Plan):
+            keys = self._shared_keys(plan)
+            if keys and self._adopt(plan, recaps.lookup(keys)):
+                plan, shared = plan_now(), True
         if isinstance(plan, CompactionResult):
-            return self._within(plan, ceiling_tokens)
+            return self._within(dataclasses.replace(plan, shared=shared), ceiling_tokens)
+        result = self._summarised(
+            plan,
+            summarize=summarize,
+            summarize_view=summarize_view,
+            summarizer_window=summarizer_window,
+            cap_scale=cap_scale,
+            ceiling=ceiling_tokens,
+        )
+        if recaps is not None:
+            recaps.save(self._shared_entries(plan))
+        return self._within(dataclasses.replace(result, shared=shared), ceiling_tokens)
+
+    def _summarised(
+        self,
+        plan: Plan,
+        *,
+        summarize: Summarize | None,
+        summarize_view: ViewSummarize | None,
+        summarizer_window: int | None,
+        cap_scale: float,
+        ceiling: int | None,
+    ) -> CompactionResult:
+        """`plan` carried out: each summariser in turn until one gives a usable recap."""
         plan.summarizer_window = self._summarizer_window(summarizer_window)
         plan.cap_scale = _checked_scale(cap_scale)
+        meter = self._bounded(plan)
         attempts: list[tuple[SummarizerKind, Callable[[], str | None]]] = []
         if summarize_view is not None and len(plan.epochs()) == 1:
             # In place only for one epoch: a chain of several is summarised epoch by epoch,
             # so that its recap is the same whichever call (or process) makes it.
             view, instruction = plan.view, self._view_instruction(plan)
-            attempts.append(("prefix", lambda: summarize_view(view, instruction)))
-        transcript = summarize or self._llm_summarizer
-        if transcript is not None:
+            in_place = meter.view(summarize_view)
+            attempts.append(("prefix", lambda: in_place(view, instruction)))
+        given = summarize or self._llm_summarizer
+        if given is not None:
             kind: SummarizerKind = "callback" if summarize is not None else "llm"
             asked = kind == "llm" and self.prompts.summary_prompt is None
+            transcript = meter.text(given)
             attempts.append((kind, lambda: self._chain(plan, transcript, asked=asked)))
         if self.fallback or not attempts:
             extractive = self._extractive_for(plan)
@@ -343,11 +398,11 @@ class HistoryCompactor(Planner, RecapCommits):
                 continue
             if text is None and kind == "prefix":
                 continue  # declined: the in-place request would not fit the model
-            result = self._finish(plan, text, kind, error, ceiling_tokens)
+            result = self._finish(plan, text, kind, error, ceiling)
             if result is not None:
-                return result
+                return _metered(result, meter)
             error = self._note_failure(kind, None)
-        return self._within(self._unchanged(plan, error), ceiling_tokens)
+        return _metered(self._unchanged(plan, error), meter)
 
     async def acompact_view(
         self,
@@ -362,28 +417,62 @@ class HistoryCompactor(Planner, RecapCommits):
         summarizer_window: int | None = None,
         reuse_recaps: bool = True,
         cap_scale: float = 1.0,
+        recaps: RecapStore | None = None,
     ) -> CompactionResult:
         """Async `compact_view` with async callbacks (`asummarize`, `asummarize_view`)."""
-        plan = self._plan(
-            history, summary, overhead_tokens, ceiling_tokens, room_tokens, reuse=reuse_recaps
-        )
+
+        def plan_now() -> Plan | CompactionResult:
+            return self._plan(
+                history, summary, overhead_tokens, ceiling_tokens, room_tokens, reuse=reuse_recaps
+            )
+
+        plan, shared = plan_now(), False
+        if recaps is not None and reuse_recaps and isinstance(plan, Plan):
+            keys = self._shared_keys(plan)
+            if keys and self._adopt(plan, await recaps.alookup(keys)):
+                plan, shared = plan_now(), True
         if isinstance(plan, CompactionResult):
-            return self._within(plan, ceiling_tokens)
+            return self._within(dataclasses.replace(plan, shared=shared), ceiling_tokens)
+        result = await self._asummarised(
+            plan,
+            asummarize=asummarize,
+            asummarize_view=asummarize_view,
+            summarizer_window=summarizer_window,
+            cap_scale=cap_scale,
+            ceiling=ceiling_tokens,
+        )
+        if recaps is not None:
+            await recaps.asave(self._shared_entries(plan))
+        return self._within(dataclasses.replace(result, shared=shared), ceiling_tokens)
+
+    async def _asummarised(
+        self,
+        plan: Plan,
+        *,
+        asummarize: ASummarize | None,
+        asummarize_view: AViewSummarize | None,
+        summarizer_window: int | None,
+        cap_scale: float,
+        ceiling: int | None,
+    ) -> CompactionResult:
+        """Async `_summarised`."""
         plan.summarizer_window = self._summarizer_window(summarizer_window)
         plan.cap_scale = _checked_scale(cap_scale)
+        meter = self._bounded(plan)
         attempts: list[tuple[SummarizerKind, Callable[[], Awaitable[str | None]]]] = []
         if asummarize_view is not None and len(plan.epochs()) == 1:
             # In place only for one epoch: a chain of several is summarised epoch by epoch,
             # so that its recap is the same whichever call (or process) makes it.
             view, instruction = plan.view, self._view_instruction(plan)
-            attempts.append(("prefix", lambda: asummarize_view(view, instruction)))
+            in_place = meter.aview(asummarize_view)
+            attempts.append(("prefix", lambda: in_place(view, instruction)))
         if asummarize is not None:
-            callback = asummarize
+            callback = meter.atext(asummarize)
             attempts.append(("callback", lambda: self._achain(plan, callback)))
         elif self._llm_summarizer is not None:
-            llm = self._llm_summarizer
+            llm = meter.atext(self._llm_summarizer.asummarize)
             asked = self.prompts.summary_prompt is None
-            attempts.append(("llm", lambda: self._achain(plan, llm.asummarize, asked=asked)))
+            attempts.append(("llm", lambda: self._achain(plan, llm, asked=asked)))
         if self.fallback or not attempts:
             extractive = as_async(self._extractive_for(plan))
             attempts.append(("extractive", lambda: self._achain(plan, extractive, extractive=True)))
@@ -396,11 +485,11 @@ class HistoryCompactor(Planner, RecapCommits):
                 continue
             if text is None and kind == "prefix":
                 continue  # declined: the in-place request would not fit the model
-            result = self._finish(plan, text, kind, error, ceiling_tokens)
+            result = self._finish(plan, text, kind, error, ceiling)
             if result is not None:
-                return result
+                return _metered(result, meter)
             error = self._note_failure(kind, None)
-        return self._within(self._unchanged(plan, error), ceiling_tokens)
+        return _metered(self._unchanged(plan, error), meter)
 
 
 def _checked_scale(scale: float) -> float:
@@ -416,3 +505,16 @@ def _checked_scale(scale: float) -> float:
 
 
 _MAX_SCALE = 1e6
+
+
+def _metered(result: CompactionResult, meter: SummarizerMeter) -> CompactionResult:
+    """`result` with the summariser calls and characters `meter` counted."""
+    return dataclasses.replace(result, summarizer_calls=meter.calls, summarizer_chars=meter.chars)
+
+
+def _summarizer_name(llm: BaseChatModel | None) -> str:
+    """The summariser a recap was written by, as its settings name it (`settings_tag`)."""
+    if llm is None:
+        return "extractive"
+    model = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+    return f"{type(llm).__name__}:{model}" if isinstance(model, str) else type(llm).__name__

@@ -169,6 +169,10 @@ class CompactionResult:
             was made or its summariser's format is its own (a callback's prose).
         parts: `messages` as its parts, with the kept tail's cost when known (None in a
             result built elsewhere: `view_parts` then splits `messages`).
+        summarizer_calls: Calls made to a model or callback summariser in this call
+            (the extractive one is not counted: it is local).
+        summarizer_chars: Characters those calls sent (text and instruction).
+        shared: True when the recap in force came from the shared store (`RecapStore`).
     """
 
     messages: list[BaseMessage]
@@ -181,6 +185,9 @@ class CompactionResult:
     error: str | None = None
     fidelity: Fidelity | None = None
     parts: ViewParts | None = None
+    summarizer_calls: int = 0
+    summarizer_chars: int = 0
+    shared: bool = False
 
     @property
     def view_parts(self) -> ViewParts:

@@ -374,6 +374,11 @@ def _lockers(turns: int) -> list[BaseMessage]:
     return history
 
 
+CHAIN = 64
+"""Enough summariser calls for every epoch: these tests are about the chain itself, not
+the bounded cold start (`test_recap_store`) that folds all but its newest epoch."""
+
+
 @pytest.mark.parametrize("broken_at", [1, 3])
 @pytest.mark.parametrize("broken", ["Notes:\nFacts:\n- User: lockers.", "Facts:", "…"])
 def test_a_broken_epoch_of_a_chain_falls_back(broken_at: int, broken: str) -> None:
@@ -388,7 +393,7 @@ def test_a_broken_epoch_of_a_chain_falls_back(broken_at: int, broken: str) -> No
         return "Facts:\n- User: locker codes noted."
 
     llm = ScriptedChatModel(respond=respond, profile={"max_input_tokens": 100_000})
-    compactor = HistoryCompactor(llm, keep_recent=2)
+    compactor = HistoryCompactor(llm, keep_recent=2, cold_start_calls=CHAIN)
     result = compactor.compact_view(_lockers(400), room_tokens=3000)
     assert len(calls) == broken_at  # the chain stopped at the refused reply
     assert result.summarizer == "extractive"
@@ -406,7 +411,9 @@ def test_a_prose_epoch_of_a_chain_is_kept_as_written() -> None:
         return f"Locker codes noted, part {len(calls)}."
 
     llm = ScriptedChatModel(respond=respond, profile={"max_input_tokens": 100_000})
-    result = HistoryCompactor(llm, keep_recent=2).compact_view(_lockers(400), room_tokens=3000)
+    result = HistoryCompactor(llm, keep_recent=2, cold_start_calls=CHAIN).compact_view(
+        _lockers(400), room_tokens=3000
+    )
     assert len(calls) > 1
     assert result.summarizer == "llm"
     assert result.summary is not None
@@ -424,7 +431,9 @@ def test_a_chain_of_structured_epochs_is_the_models() -> None:
         respond=lambda _m: "Facts:\n- User: locker codes noted.",
         profile={"max_input_tokens": 100_000},
     )
-    result = HistoryCompactor(llm, keep_recent=2).compact_view(_lockers(400), room_tokens=3000)
+    result = HistoryCompactor(llm, keep_recent=2, cold_start_calls=CHAIN).compact_view(
+        _lockers(400), room_tokens=3000
+    )
     assert len(llm.requests) > 1
     assert result.summarizer == "llm"
     assert result.summary is not None
@@ -435,7 +444,9 @@ def test_a_chain_of_structured_epochs_is_the_models() -> None:
 
 
 def _extractive_lockers() -> str:
-    result = HistoryCompactor(None, keep_recent=2).compact_view(_lockers(400), room_tokens=3000)
+    result = HistoryCompactor(None, keep_recent=2, cold_start_calls=CHAIN).compact_view(
+        _lockers(400), room_tokens=3000
+    )
     assert result.summary is not None
     return result.summary.text
 

@@ -1,0 +1,157 @@
+"""The extractive recap of a long span in one pass: what a cold start folds in.
+
+A process that meets a long history with no recap for any of it (a new worker, a
+restart) would otherwise summarise it epoch by epoch, re-reading the recap at every step.
+`fold_recap` reads the span once, and reads only what can matter: messages are taken in
+order of the best score their sentences could reach (a tool's output never outranks
+what the user stated), and reading stops as soon as the lines already scored fill the
+cap and outrank every message not read yet. On a short span, or when nothing fills
+the cap, every message is read and the result is the extractive summariser's own.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from langchain_contextkit.compaction.extractive import (
+    _MARKUP_START,
+    ExtractiveSummarizer,
+    _eligible,
+    _merged,
+    _parsed,
+    _score_bound,
+    _scored,
+    previous_sentences,
+)
+from langchain_contextkit.compaction.facts import is_decided, is_markup_line, split_sentences
+from langchain_contextkit.compaction.recap_format import render_transcript
+from langchain_contextkit.prompts import FIDELITIES
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from langchain_core.messages import BaseMessage
+
+    from langchain_contextkit.compaction.facts import RecapSection
+    from langchain_contextkit.compaction.recap_format import RecapLine
+    from langchain_contextkit.prompts import Fidelity, PromptRegistry
+
+__all__ = ["fold_recap"]
+
+_SLOTS = 1 << 20
+"""Positions per message: a line's position is its message's slot plus its own index,
+so lines keep the order of the transcript without counting the sentences before them."""
+
+# The best score a line can reach (`extractive._score`): facts weigh at most 5 and a
+# decision 2; the user's statements and the assistant's decisions add 5; a tool's line
+# loses 1.
+_STATED_BOUND = 12
+_PLAIN_BOUND = 7
+_TOOL_BOUND = 6
+
+
+def _bound(message: BaseMessage) -> int:
+    """The best score any sentence of `message` can reach: read the best ones first.
+
+    Without a search but one: the user's statements may reach the most, and an
+    assistant's only where it states a decision (`extractive._score_bound`).
+    """
+    if message.type == "tool":
+        return _TOOL_BOUND  # a tool's output is long: not even searched unless needed
+    if message.type == "human":
+        return _STATED_BOUND
+    if message.type != "ai":
+        return _PLAIN_BOUND
+    text = str(message.text)
+    if "\n" in text or "  " in text or "\t" in text:
+        text = " ".join(text.split())  # as in a sentence: a decision's words one space apart
+    # Markup may hide a decision's words (`_score_bound` assumes it does).
+    decided = _MARKUP_START.search(text) is not None or is_decided(text)
+    return _STATED_BOUND if decided else _PLAIN_BOUND
+
+
+def fold_recap(
+    summarizer: ExtractiveSummarizer,
+    messages: Sequence[BaseMessage],
+    previous: str | None = None,
+) -> tuple[str, Fidelity]:
+    """The extractive recap of `previous` (an earlier recap) and `messages`, read once.
+
+    Ranks as `ExtractiveSummarizer` does (score, then nearest either end, the lines of
+    the lowest fidelity tier first once the configured tier does not fit), with two
+    differences that only show on a span far larger than the cap: messages and
+    sentences whose best possible score is below the lines already chosen are never
+    read or scored, so room left over beside the chosen lines is not filled with
+    lower-ranked ones; and a near-duplicate is merged only with the lines scored.
+
+    Returns:
+        The recap and the fidelity tier it was written at.
+    """
+    prompts = summarizer.prompts
+    scored: list[RecapLine] = previous_sentences(previous.splitlines(), prompts) if previous else []
+    unread: defaultdict[int, list[int]] = defaultdict(list)  # bound -> message indices
+    for index, message in enumerate(messages):
+        unread[_bound(message)].append(index)
+    unscored: defaultdict[int, list[_Parsed]] = defaultdict(list)  # bound -> sentences
+    while unread or unscored:
+        level = max(unread.keys() | unscored.keys())
+        for index in unread.pop(level, ()):
+            at = (index + 1) * _SLOTS
+            for offset, (label, section, sentence) in enumerate(_read(messages[index], prompts)):
+                bound = min(level, _score_bound(sentence, label))
+                unscored[bound].append((at + offset, label, section, sentence))
+        # What was just read may hold sentences of this level: score them in this round.
+        for position, label, section, sentence in unscored.pop(level, ()):
+            scored.append(_scored(position, label, section, sentence))
+        if level in unscored or level in unread:
+            continue
+        rest = unread.keys() | unscored.keys()
+        if rest:
+            chosen = _full_choice(summarizer, scored, max(rest))
+            if chosen is not None:
+                return summarizer._within_cap(chosen)[1], FIDELITIES[-1]  # noqa: SLF001 - its own rule
+    return summarizer._fitted(scored)  # noqa: SLF001 - everything read: the summariser's own
+
+
+def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
+    """`message`'s sentences as `extractive._parsed` reads its transcript.
+
+    A user's or an assistant's text with no tool call is its transcript's ``Role: text``
+    line and indented further lines (`render_transcript`): the same speaker throughout,
+    under no section. Its sentences are read without rendering and parsing it.
+    """
+    label = _PLAIN_LABELS.get(message.type)
+    text = str(message.text)
+    calls = getattr(message, "tool_calls", None) or getattr(message, "invalid_tool_calls", None)
+    lines = text.split("\n")
+    if label is None or calls or text.splitlines() != lines:
+        return _parsed(render_transcript([message]), prompts)  # other line breaks, calls
+    lines[0] = lines[0].lstrip()  # what the speaker pattern leaves after "Role: "
+    return (
+        (label, None, sentence)
+        for line in lines
+        if not is_markup_line(line)
+        for sentence in split_sentences(line)
+    )
+
+
+_PLAIN_LABELS = {"human": "User", "ai": "Assistant"}
+_Sentence = tuple[str, "RecapSection | None", str]
+_Parsed = tuple[int, str, "RecapSection | None", str]
+"""A sentence read but not scored: position, speaker, section, text."""
+
+
+def _full_choice(
+    summarizer: ExtractiveSummarizer, scored: list[RecapLine], below: int
+) -> list[RecapLine] | None:
+    """The lines chosen when those scoring above `below` overflow the cap, else None.
+
+    Only the lowest tier's lines are taken (the configured tier cannot fit when they
+    alone do not): their choice is final, since every line not scored yet scores
+    `below` at most.
+    """
+    lowest = FIDELITIES[-1]
+    pool = [s for s in _merged(scored) if s.score > below and _eligible(s, lowest)]
+    chosen, complete = summarizer._select(pool)  # noqa: SLF001 - its own rule
+    return None if complete else chosen

@@ -1,0 +1,115 @@
+"""The cold start's one-pass extractive fold (`compaction._cold_fold.fold_recap`)."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from hypothesis import given, settings, strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_contextkit.compaction import _cold_fold, extractive
+from langchain_contextkit.compaction._cold_fold import fold_recap
+from langchain_contextkit.compaction.extractive import _score, _score_bound
+from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer, render_transcript
+
+if TYPE_CHECKING:
+    import pytest
+
+WORDS = [
+    "the", "order", "must", "ship", "we", "decided", "因此", "结论", "计划", "INV-4471",
+    "2024-03-05", "$1,250", "db-7", "snake_case", "\\fB2\\fR", "<b>", "&amp;", "so", "root",
+    "cause", "v3.11.7", "7", "42", "Friday", "确认", "。", ".", "?", "\n", "APT::Cache",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=14),
+    st.sampled_from(["User", "Assistant", "Tool", "Tool (lookup)", "System", "Note"]),
+)
+def test_score_bound_is_never_below_the_score(words: list[str], label: str) -> None:
+    sentence = " ".join(words)
+    assert _score_bound(sentence, label) >= _score(sentence, label)
+
+
+def _thread(turns: int, seed: int = 3) -> list[BaseMessage]:
+    rng = random.Random(seed)  # noqa: S311 - test data
+    out: list[BaseMessage] = []
+    for turn in range(turns):
+        out.append(HumanMessage(f"Order ORD-{turn:04d} must ship to dock {rng.randint(100, 999)}."))
+        call = {"name": "lookup", "args": {"id": turn}, "id": f"c{turn}", "type": "tool_call"}
+        out.append(AIMessage("", tool_calls=[call]))
+        noise = " ".join(f"row {rng.randint(0, 99)} value_{i} ok." for i in range(20))
+        out.append(ToolMessage(noise, tool_call_id=f"c{turn}", name="lookup"))
+        out.append(AIMessage("Noted, looking into it now for you."))
+    return out
+
+
+def test_a_span_that_fits_is_the_summarisers_own_recap() -> None:
+    messages = _thread(3)
+    summarizer = ExtractiveSummarizer(max_tokens=4_000)
+    assert fold_recap(summarizer, messages) == summarizer.recap(render_transcript(messages))
+
+
+def test_a_long_span_keeps_the_users_facts_without_scoring_tool_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    messages = _thread(300)
+    summarizer = ExtractiveSummarizer(max_tokens=300)
+    labels: list[str] = []
+    scored = extractive._scored
+
+    def spy(position: int, label: str, section: object, sentence: str) -> object:
+        labels.append(label)
+        return scored(position, label, section, sentence)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_cold_fold, "_scored", spy)
+    recap, tier = fold_recap(summarizer, messages)
+    assert tier == "low"
+    assert summarizer.counter(recap) <= summarizer.max_tokens
+    kept = [line for line in recap.splitlines() if line.startswith("- ")]
+    assert len(kept) > 5
+    assert all(line.startswith("- User: Order ORD-") for line in kept)
+    assert not any(label.startswith("Tool") for label in labels)  # never scored
+    # Ties keep both ends of the span: its first order and its last.
+    assert any("ORD-0000 " in line for line in kept)
+    assert any("ORD-0299 " in line for line in kept)
+
+
+def test_the_fold_extends_an_earlier_recap_and_is_deterministic() -> None:
+    summarizer = ExtractiveSummarizer(max_tokens=300)
+    earlier = "Decisions:\n- User: We decided to refund invoice INV-88213 on 2024-03-05."
+    first = fold_recap(summarizer, _thread(200), earlier)
+    assert "INV-88213" in first[0]
+    assert first == fold_recap(summarizer, _thread(200), earlier)
+
+
+def test_a_tool_fact_is_kept_when_nothing_outranks_it() -> None:
+    messages: list[BaseMessage] = [
+        HumanMessage("hi"),
+        AIMessage("", tool_calls=[{"name": "q", "args": {}, "id": "c1", "type": "tool_call"}]),
+        ToolMessage("The build of db-7 failed with exit code 137.", tool_call_id="c1", name="q"),
+        AIMessage("ok"),
+    ]
+    recap, _ = fold_recap(ExtractiveSummarizer(max_tokens=200), messages)
+    assert "exit code 137" in recap
+
+
+LINES = [
+    "Order 7 broke.", ".TH LS 1 2024", "Facts:", "User: not a speaker here", "  indented",
+    "", "结论：必须退款。", "x\u2028y", "so\twe decided", "- Assistant: item", "\\fB2\\fR",
+]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(LINES), min_size=1, max_size=6),
+    st.sampled_from(["human", "ai"]),
+)
+def test_reading_a_plain_message_is_reading_its_transcript(lines: list[str], kind: str) -> None:
+    text = "\n".join(lines)
+    message = HumanMessage(text) if kind == "human" else AIMessage(text)
+    prompts = ExtractiveSummarizer().prompts
+    expected = list(extractive._parsed(render_transcript([message]), prompts))
+    assert list(_cold_fold._read(message, prompts)) == expected
