@@ -38,9 +38,9 @@ from langchain_contextkit.agents.offload import (
     OffloadConfig,
     OffloadOutcome,
     ToolResultOffloader,
+    offloader_for,
     with_offload_tally,
 )
-from langchain_contextkit.agents.offload_stores import OffloadStore
 from langchain_contextkit.agents.request_layout import WindowAssembly
 from langchain_contextkit.agents.result_cutter import ResultCutter
 from langchain_contextkit.agents.retrieval_block import (
@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from langchain_contextkit.agents.ledger import Anchor
+    from langchain_contextkit.agents.offload_stores import OffloadStore
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.builder.report import ContextReport
     from langchain_contextkit.calibration import Calibration
@@ -196,7 +197,7 @@ class WindowAssembler(TurnFitting):
         self.reduce_trajectory = reduce_trajectory
         self.keep_recent_steps = keep_recent_steps
         self.counter = self.compactor.token_counter
-        self.offloader = _offloader_for(offload, self.counter)
+        self.offloader = offloader_for(offload, self.counter)
         self._block_free = BlockFree()
         self._lock = threading.Lock()
         # The cutter saves to the configured store; a call's own store gets its pair.
@@ -551,24 +552,6 @@ class WindowAssembler(TurnFitting):
             return None
         retrieval = retrieval or CallRetrieval()
         return await retrieval.areport(self.builder, query_of(turn), budget.rag_budget)
-
-
-def _offloader_for(
-    offload: OffloadConfig | OffloadStore | None, counter: TokenCounter
-) -> ToolResultOffloader | None:
-    """The offloader of the `offload=` argument (None when off)."""
-    given: object = offload  # checked at run time: callers are not always typed
-    if given is None:
-        return None
-    if isinstance(given, OffloadStore):
-        given = OffloadConfig(store=given)
-    if not isinstance(given, OffloadConfig):
-        msg = (
-            f"offload takes an OffloadConfig or an OffloadStore, got {type(given).__name__}: "
-            "for example offload=WorkspaceOffloadStore.for_terminal(terminal_tool)"
-        )
-        raise ConfigError(msg)
-    return ToolResultOffloader(given, token_counter=counter)
 
 
 def _tallied(assembly: WindowAssembly, offload: OffloadOutcome | None) -> WindowAssembly:

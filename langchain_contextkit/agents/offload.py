@@ -81,6 +81,7 @@ __all__ = [
     "OffloadConfig",
     "OffloadOutcome",
     "ToolResultOffloader",
+    "offloader_for",
     "with_offload_tally",
 ]
 
@@ -407,3 +408,21 @@ def with_offload_tally(ledger: CallLedger, outcome: OffloadOutcome | None) -> Ca
         offloaded_tokens=outcome.saved,
         offload_failed=outcome.failed,
     )
+
+
+def offloader_for(
+    offload: OffloadConfig | OffloadStore | None, counter: TokenCounter
+) -> ToolResultOffloader | None:
+    """The offloader of the `offload=` argument (None when off)."""
+    given: object = offload  # checked at run time: callers are not always typed
+    if given is None:
+        return None
+    if isinstance(given, OffloadStore):
+        given = OffloadConfig(store=given)
+    if not isinstance(given, OffloadConfig):
+        msg = (
+            f"offload takes an OffloadConfig or an OffloadStore, got {type(given).__name__}: "
+            "for example offload=WorkspaceOffloadStore.for_terminal(terminal_tool)"
+        )
+        raise ConfigError(msg)
+    return ToolResultOffloader(given, token_counter=counter)
