@@ -64,6 +64,7 @@ from langchain_contextkit.compaction.compactor import (
     HistoryCompactor,
     RunningSummary,
     ViewSummarize,
+    one_of,
 )
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import (
@@ -319,7 +320,7 @@ class WindowAssembler(TurnFitting):
         model: object = None,
         summary: RunningSummary | None = None,
         call: int = 1,
-        asummarize_view: AViewSummarize | None = None,
+        summarize_view: AViewSummarize | None = None,
         budget: WindowBudget | None = None,
         calibration: Calibration | None = None,
         shrink: int = 0,
@@ -328,6 +329,7 @@ class WindowAssembler(TurnFitting):
         store: OffloadStore | None = None,
         retrieval: CallRetrieval | None = None,
         recaps: RecapStore | None = None,
+        asummarize_view: AViewSummarize | None = None,
     ) -> WindowAssembly:
         """Lay out one model call: the messages to send after the system message.
 
@@ -345,8 +347,8 @@ class WindowAssembler(TurnFitting):
             model: The chat model (its profile gives the window when `window` is None).
             summary: The running summary so far.
             call: The call's number, for the ledger.
-            asummarize_view: Writes a recap in place (`HistoryCompactor.acompact_view`);
-                `assemble` takes the sync `summarize_view`.
+            summarize_view: Writes a recap in place (`HistoryCompactor.acompact_view`),
+                async here; `assemble` takes the sync one.
             budget: The call's ledger when the caller has already computed it
                 (`budget_for` with the same arguments).
             calibration: What earlier calls' reported usage taught: the window is
@@ -366,12 +368,14 @@ class WindowAssembler(TurnFitting):
                 callbacks, passed to the sources); pass the same one to a retry of the
                 call and the sources are not asked again.
             recaps: Recaps shared with other workers (`HistoryCompactor.compact_view`).
+            asummarize_view: An alias of `summarize_view`.
 
         Raises:
             ContextWindowExceeded: Only when the system prompt, the tool schemas, the
                 user's last message and the output reserve's floor alone exceed the
                 window; the message names each part and its size.
         """
+        summarize_view = one_of("summarize_view", summarize_view, asummarize_view)
         start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
         offloader, cutter = self._store_tools(store)
         if offloader is not None:
@@ -388,7 +392,7 @@ class WindowAssembler(TurnFitting):
             return await self.compactor.acompact_view(
                 history,
                 summary=summary,
-                asummarize_view=asummarize_view,
+                summarize_view=summarize_view,
                 reuse_recaps=reuse_recaps,
                 recaps=recaps,
                 **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),

@@ -202,7 +202,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
         result = await self.compactor.acompact_view(
             request.messages,
             summary=self._summary(request),
-            asummarize_view=None if in_place is None else in_place.asummarize,
+            summarize_view=None if in_place is None else in_place.asummarize,
             overhead_tokens=overhead,
             ceiling_tokens=None if budget is None else budget.ceiling,
             room_tokens=None if budget is None else budget.spendable,

@@ -456,7 +456,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     async def _aassemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
         assembly = await self.assembler.aassemble(
             call.request.messages,
-            asummarize_view=None if call.in_place is None else call.in_place.asummarize,
+            summarize_view=None if call.in_place is None else call.in_place.asummarize,
             **_assembly_args(call, shrink),
         )
         return self._gated(call, assembly)

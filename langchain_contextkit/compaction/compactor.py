@@ -14,7 +14,7 @@ steps in, and when nothing can be summarised the history comes back unchanged.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from langchain_contextkit._validate import check_count
 from langchain_contextkit.compaction._cold_start import (
@@ -272,7 +272,7 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
         self, history: Sequence[BaseMessage], *, asummarize: ASummarize | None = None
     ) -> list[BaseMessage]:
         """Async `compact`; `asummarize` is an async callback used instead of the LLM."""
-        return (await self.acompact_view(history, asummarize=asummarize)).messages
+        return (await self.acompact_view(history, summarize=asummarize)).messages
 
     # -- the incremental API --------------------------------------------------------------
 
@@ -409,8 +409,8 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
         history: Sequence[BaseMessage],
         *,
         summary: RunningSummary | None = None,
-        asummarize: ASummarize | None = None,
-        asummarize_view: AViewSummarize | None = None,
+        summarize: ASummarize | None = None,
+        summarize_view: AViewSummarize | None = None,
         overhead_tokens: int = 0,
         ceiling_tokens: int | None = None,
         room_tokens: int | None = None,
@@ -418,8 +418,20 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
         reuse_recaps: bool = True,
         cap_scale: float = 1.0,
         recaps: RecapStore | None = None,
+        asummarize: ASummarize | None = None,
+        asummarize_view: AViewSummarize | None = None,
     ) -> CompactionResult:
-        """Async `compact_view` with async callbacks (`asummarize`, `asummarize_view`)."""
+        """Async `compact_view`: the same keywords, its callbacks async.
+
+        `asummarize` and `asummarize_view` are aliases of `summarize` and
+        `summarize_view` (the names `acompact` takes, after seed 002).
+
+        Raises:
+            ConfigError: When a callback is passed under both of its names.
+            ContextWindowExceeded: As `compact_view`.
+        """
+        asummarize = one_of("summarize", summarize, asummarize)
+        asummarize_view = one_of("summarize_view", summarize_view, asummarize_view)
 
         def plan_now() -> Plan | CompactionResult:
             return self._plan(
@@ -490,6 +502,21 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
                 return _metered(result, meter)
             error = self._note_failure(kind, None)
         return _metered(self._unchanged(plan, error), meter)
+
+
+def one_of(name: str, given: _T | None, alias: _T | None) -> _T | None:
+    """The argument passed as `name` or as its alias `a<name>`, refusing both at once.
+
+    Raises:
+        ConfigError: When both are given and differ.
+    """
+    if given is not None and alias is not None and given is not alias:
+        msg = f"pass {name}= once: a{name}= is its alias"
+        raise ConfigError(msg)
+    return given if given is not None else alias
+
+
+_T = TypeVar("_T")
 
 
 def _checked_scale(scale: float) -> float:

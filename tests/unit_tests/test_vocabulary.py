@@ -87,6 +87,22 @@ def test_recent_units_kept_verbatim_default_to_the_reducer_config() -> None:
     )
 
 
+ALIASES = {"asummarize", "asummarize_view"}
+"""Seed 002's names of the async callbacks, accepted beside the one name."""
+
+
+@pytest.mark.parametrize(
+    ("sync", "async_"),
+    [
+        (HistoryCompactor.compact_view, HistoryCompactor.acompact_view),
+        (WindowAssembler.assemble, WindowAssembler.aassemble),
+    ],
+)
+def test_async_twins_take_the_same_keywords_as_their_sync_twin(sync: Any, async_: Any) -> None:
+    twin = [name for name in _parameters(async_) if name not in ALIASES]
+    assert twin == list(_parameters(sync))
+
+
 def test_async_twins_take_the_same_keywords() -> None:
     assert _parameters(reduce_agent).keys() == _parameters(reduce_agent_sync).keys()
     compact, acompact = (
@@ -106,3 +122,26 @@ def test_state_keys_come_from_one_module() -> None:
     assert node["ledger_key"].default == state.LEDGER_KEY
     assert node["calibration_key"].default == state.CALIBRATION_KEY
     assert _parameters(compaction_node)["summary_key"].default == state.SUMMARY_KEY
+
+
+async def test_a_callback_under_its_seed_alias_works_and_both_names_at_once_are_refused() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from langchain_contextkit import ConfigError
+
+    async def recap(text: str, instruction: str) -> str:
+        return "The user asked about invoice 77; it was corrected to 120 EUR."
+
+    async def other(text: str, instruction: str) -> str:
+        return "unused"
+
+    history = [m for i in range(6) for m in (HumanMessage(f"Q{i} " * 40), AIMessage(f"A{i}"))]
+    compactor = HistoryCompactor(keep_recent=2, trigger_tokens=50)
+    by_name = await compactor.acompact_view(history, summarize=recap)
+    by_alias = await HistoryCompactor(keep_recent=2, trigger_tokens=50).acompact_view(
+        history, asummarize=recap
+    )
+    assert by_name.summarizer == by_alias.summarizer == "callback"
+    assert by_name.messages == by_alias.messages
+    with pytest.raises(ConfigError, match="summarize= once"):
+        await compactor.acompact_view(history, summarize=recap, asummarize=other)
