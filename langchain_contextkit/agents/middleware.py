@@ -27,12 +27,12 @@ from langchain_contextkit._validate import check_count
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents._overflow import refused_twice, retry_shrink
 from langchain_contextkit.agents._stores import SharedRecaps, agent_store
-from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
 from langchain_contextkit.agents.cache_marks import apply_cache_marks
 from langchain_contextkit.agents.compaction_middleware import (
     CompactionMiddleware,
     checked_compactor,
 )
+from langchain_contextkit.agents.handed_down import handed_down
 from langchain_contextkit.agents.in_place import InPlaceSummary, exact_counter_for
 from langchain_contextkit.agents.ledger import (
     Anchor,
@@ -88,6 +88,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import SystemMessage
     from langgraph.store.base import BaseStore
 
+    from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
     from langchain_contextkit.agents.offload import OffloadConfig
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.compaction.recap_store import RecapStore
@@ -208,15 +209,17 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         fallback_window: int | None = None,
         cache_breakpoints: bool = True,
         recap_store: BaseStore | None = None,
+        assembler: WindowAssembler | None = None,
     ) -> None:
         """Configure the middleware.
 
+        The first ten options are the `WindowAssembler`'s, documented there; pass
+        `assembler=` instead to hand one built assembler down (to a middleware and a
+        `context_node` alike).
+
         Args:
-            window: The model's window, for every model called; default: the profile of
-                the model each call goes to (`request.model`).
-            compactor: Compacts old turns (default `HistoryCompactor()`, extractive;
-                `for_model` gives it the agent's model). Left at its default trigger, it
-                is sized by the window's ledger.
+            window: The model's window (default: each call's model profile).
+            compactor: Compacts old turns (`for_model` gives it the agent's model).
             sources: Retrieval sources for the block.
             note_store: When given, a `NoteSource` over it joins the sources.
             context_config: MMR and per-source ratios of the block.
@@ -227,18 +230,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             summarize_in_place: When the compactor has an LLM, ask it for the recap with
                 the agent's own request plus the instruction (served from the prompt
                 cache), when that fits the window; the transcript summary otherwise.
-            token_counter: The one counter of every part of the ledger (for example
-                `tiktoken_counter("o200k_base")`); default the compactor's, else
-                `count_tokens`. Reported usage calibrates it either way.
-            offload: Large tool results shown as head + tail + a pointer, stored whole
-                where the agent's own tool reads them back: for example
-                ``WorkspaceOffloadStore.for_terminal(terminal)`` or
-                ``NoteOffloadStore(note_tool.store)``, or an `OffloadConfig` to set the
-                threshold; it then offloads only while the reading tool is bound to the
-                model. Without it, the agent's LangGraph store (`create_agent(store=...)`,
-                when given) takes results over `STORE_OFFLOAD_MIN_TOKENS` (20,000) and
-                any result cut to fit, under `OFFLOAD_NAMESPACE`; with neither, nothing
-                is written outside the agent's state.
+            token_counter: The one counter of every part of the ledger; reported
+                usage calibrates it either way.
+            offload: Where large tool results are stored whole (`WindowAssembler`);
+                without it, the agent's LangGraph store takes results over
+                `STORE_OFFLOAD_MIN_TOKENS` and any result cut to fit.
             quality_gate: A `QualityGate` checked on every assembled request (system
                 message included); its result goes into the call's ledger (``gate``).
             on_gate_fail: What a failed gate does: ``"log"`` (WARNING on the
@@ -258,6 +254,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
                 requests get the same marks. Other providers' requests are unchanged.
             recap_store: Where recaps are shared by all workers (`RecapStore`); default
                 the agent's own store (`create_agent(store=...)`) when it has one.
+            assembler: A built `WindowAssembler`, instead of its ten options.
 
         Raises:
             ConfigError: When `ledger_size` < 1, `compactor` is not a `HistoryCompactor`,
@@ -270,18 +267,19 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         check_gate_options(quality_gate, on_gate_fail)
         self.quality_gate = quality_gate
         self.on_gate_fail: OnGateFail = on_gate_fail
-        self.assembler = WindowAssembler(
-            window=window,
-            compactor=checked_compactor(compactor, "ContextKitMiddleware"),
-            sources=sources,
-            note_store=note_store,
-            context_config=context_config,
-            budget_config=budget_config,
-            reduce_trajectory=reduce_trajectory,
-            keep_recent_steps=keep_recent_steps,
-            token_counter=token_counter,
-            offload=offload,
-        )
+        options = {
+            "window": window,
+            "compactor": checked_compactor(compactor, "ContextKitMiddleware"),
+            "sources": sources,
+            "note_store": note_store,
+            "context_config": context_config,
+            "budget_config": budget_config,
+            "reduce_trajectory": reduce_trajectory,
+            "keep_recent_steps": keep_recent_steps,
+            "token_counter": token_counter,
+            "offload": offload,
+        }
+        self.assembler = handed_down(assembler, options)
         self.ledger_size = ledger_size
         self.summarize_in_place = summarize_in_place
         self.ledger_writer = None if ledger_path is None else LedgerWriter(ledger_path)

@@ -27,7 +27,7 @@ from typing_extensions import NotRequired
 from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import check_count
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
-from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
+from langchain_contextkit.agents.handed_down import handed_down
 from langchain_contextkit.agents.ledger import next_call_number, with_ledger
 from langchain_contextkit.agents.state import CALIBRATION_KEY, LEDGER_KEY, SUMMARY_KEY
 from langchain_contextkit.calibration import Calibration, learn_from_history
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
 
+    from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
     from langchain_contextkit.agents.offload import OffloadConfig
     from langchain_contextkit.agents.offload_stores import OffloadStore
     from langchain_contextkit.budget import ContextConfig
@@ -440,6 +441,7 @@ def context_node(
     offload: OffloadConfig | OffloadStore | None = None,
     quality_gate: GateLike | None = None,
     on_gate_fail: OnGateFail = "log",
+    assembler: WindowAssembler | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """`ContextKitMiddleware`'s behaviour as a node for your own `StateGraph`.
 
@@ -474,6 +476,8 @@ def context_node(
             result goes into the call's ledger (``gate``).
         on_gate_fail: ``"log"`` (default), ``"warn"`` or ``"raise"``
             (`ContextQualityError`: the node writes nothing, so no model sees it).
+        assembler: A built `WindowAssembler` (shared with a middleware, say) instead of
+            its ten options.
 
     Returns:
         A runnable node (sync and async).
@@ -508,18 +512,19 @@ def context_node(
     """
     check_count("ledger_size", ledger_size, minimum=1)
     check_gate_options(quality_gate, on_gate_fail)
-    assembler = WindowAssembler(
-        window=window,
-        compactor=compactor,
-        sources=sources,
-        note_store=note_store,
-        context_config=context_config,
-        budget_config=budget_config,
-        reduce_trajectory=reduce_trajectory,
-        keep_recent_steps=keep_recent_steps,
-        token_counter=token_counter,
-        offload=offload,
-    )
+    options = {
+        "window": window,
+        "compactor": compactor,
+        "sources": sources,
+        "note_store": note_store,
+        "context_config": context_config,
+        "budget_config": budget_config,
+        "reduce_trajectory": reduce_trajectory,
+        "keep_recent_steps": keep_recent_steps,
+        "token_counter": token_counter,
+        "offload": offload,
+    }
+    assembler = handed_down(assembler, options)
     system = SystemMessage(system_prompt) if system_prompt else None
 
     def learnt(state: Mapping[str, Any]) -> tuple[Calibration, list[Any]]:

@@ -145,3 +145,24 @@ async def test_a_callback_under_its_seed_alias_works_and_both_names_at_once_are_
     assert by_name.messages == by_alias.messages
     with pytest.raises(ConfigError, match="summarize= once"):
         await compactor.acompact_view(history, summarize=recap, asummarize=other)
+
+
+def test_one_built_assembler_is_handed_down_to_a_middleware_and_a_node() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from langchain_contextkit import ConfigError
+    from langchain_contextkit.testing import ScriptedChatModel
+
+    assembler = WindowAssembler(window=8_000, keep_recent_steps=2)
+    middleware = ContextKitMiddleware(assembler=assembler)
+    assert middleware.assembler is assembler
+    model = ScriptedChatModel(["ok"], context_window=8_000)
+    node = context_node(model=model, assembler=assembler)
+    out = node.invoke({"messages": [HumanMessage("Where is order 4411?")]})
+    assert out["contextkit_ledger"][0]["window"] == 8_000  # the assembler's window, not the model's
+    with pytest.raises(ConfigError, match="window"):
+        ContextKitMiddleware(assembler=assembler, window=4_000)
+    with pytest.raises(ConfigError, match="keep_recent_steps"):
+        context_node(model=model, assembler=assembler, keep_recent_steps=5)
+    with pytest.raises(ConfigError, match="WindowAssembler"):
+        ContextKitMiddleware(assembler=object())  # type: ignore[arg-type]
