@@ -1,22 +1,24 @@
 """Equal copies of the messages a thread's last call saw, swapped for those very objects.
 
-A checkpointer deserialises the whole thread for every run, and LangGraph's message
-reducer hands a stateless caller's list back as new objects too: the first model call
-of every turn meets a history of equal copies. The checks a call makes (the repair
-scan, the retrieval-block filter, the result cutter, the history index) remember what
-they saw by object and resume where the last call ended when the list starts with
-those objects. One C-level comparison of every field here lets all of them do so,
-instead of each reading the whole history again.
+A checkpointer deserialises the whole thread for every run: the first model call of
+every turn meets a history of equal copies. The checks a call makes (the repair scan,
+the retrieval-block filter, the result cutter, the history index) remember what they
+saw by object and resume where the last call ended when the list starts with those
+objects. One C-level comparison of every field here lets all of them do so, instead of
+each reading the whole history again. Within a run the state keeps its objects, so the
+next call's list starts with the very copies met before: they are swapped again after
+a pointer comparison, not a second field-by-field one.
 
 The request is a view: the objects swapped in are equal in every field to the ones
-they stand for (type, content, ids, tool calls, metadata), so what is sent does not
-change, and the stored history is never touched.
+they stand for (class, content, ids, tool calls, metadata, extra fields), so what is
+sent does not change, and the stored history is never touched.
 """
 
 from __future__ import annotations
 
 import operator
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,6 +27,19 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
 __all__ = ["KnownMessages"]
+
+_CONTENT = operator.attrgetter("content")
+_EXTRA = operator.attrgetter("__pydantic_extra__")
+"""The fields a message was given beyond its declared ones (kept outside its dict)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """A call's list as given, the contents it held, and the list the call used."""
+
+    given: tuple[BaseMessage, ...]
+    contents: tuple[object, ...]
+    used: tuple[BaseMessage, ...]
 
 
 class KnownMessages:
@@ -42,24 +57,33 @@ class KnownMessages:
         Only a list that starts with the whole of the last one is swapped (an agent's
         history grows); anything else is returned as it is and becomes the one known.
         """
-        known: tuple[BaseMessage, ...] = getattr(self._last, "messages", ())
-        n = len(known)
-        out = list(messages)
-        if n and len(out) >= n and not all(map(operator.is_, out[:n], known)):
-            head = out[:n]
-            # Same classes, extra fields, then every declared field (pydantic keeps them
-            # in the instance dict), compared in C and stopping at the first difference.
-            same = (
-                list(map(type, head)) == list(map(type, known))
-                and list(map(_extra, head)) == list(map(_extra, known))
-                and all(map(operator.eq, map(vars, head), map(vars, known)))
-            )
-            if same:
-                out[:n] = known
-        self._last.messages = tuple(out)
+        given = list(messages)
+        out = list(given)
+        seen: _Seen | None = getattr(self._last, "seen", None)
+        if seen is not None and len(seen.given) <= len(given):
+            n = len(seen.given)
+            head = given[:n]
+            if _same_objects(head, seen.given, seen.contents) or _equal(head, seen.used):
+                out[:n] = seen.used
+        self._last.seen = _Seen(tuple(given), tuple(map(_CONTENT, given)), tuple(out))
         return out
 
 
-def _extra(message: BaseMessage) -> object:
-    """The fields a message was given beyond its declared ones (kept outside its dict)."""
-    return getattr(message, "__pydantic_extra__", None)
+def _same_objects(
+    head: list[BaseMessage], given: tuple[BaseMessage, ...], contents: tuple[object, ...]
+) -> bool:
+    """The very objects of the last list, each still holding the content it had."""
+    return all(map(operator.is_, head, given)) and all(
+        map(operator.is_, map(_CONTENT, head), contents)
+    )
+
+
+def _equal(head: list[BaseMessage], known: tuple[BaseMessage, ...]) -> bool:
+    """Equal in every field: classes, extra fields, then the declared ones, all in C."""
+    # Pydantic keeps declared fields in the instance dict; the comparison stops at the
+    # first difference.
+    return (
+        list(map(type, head)) == list(map(type, known))
+        and list(map(_EXTRA, head)) == list(map(_EXTRA, known))
+        and all(map(operator.eq, map(vars, head), map(vars, known)))
+    )
