@@ -422,7 +422,7 @@ class WindowAssembler(TurnFitting):
         the latest human message and move the turn's start).
         """
         # A checkpointer's equal copies become the objects the per-object checks know.
-        messages, repairs = repair_messages(self._known.adopt(messages), system_messages="anywhere")
+        messages, repairs = repair_messages(messages, system_messages="anywhere")
         if budget is None:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
         return Start(
