@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._async import run_sync
-from langchain_contextkit.agents._known_copies import KnownMessages
 from langchain_contextkit.agents.offload import (
     STORE_OFFLOAD_MIN_TOKENS,
     OffloadConfig,
@@ -200,7 +199,6 @@ class WindowAssembler(TurnFitting):
         self.counter = self.compactor.token_counter
         self.offloader = offloader_for(offload, self.counter)
         self._block_free = BlockFree()
-        self._known = KnownMessages()  # equal copies of the last call's history, swapped back
         self._lock = threading.Lock()
         # The cutter saves to the configured store; a call's own store gets its pair.
         configured = None if self.offloader is None else self.offloader.config.store
@@ -421,7 +419,6 @@ class WindowAssembler(TurnFitting):
         where they are until the layout is final (a note made of one here would become
         the latest human message and move the turn's start).
         """
-        # A checkpointer's equal copies become the objects the per-object checks know.
         messages, repairs = repair_messages(messages, system_messages="anywhere")
         if budget is None:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
