@@ -181,25 +181,30 @@ class ResultCutter:
 
         No counter gives 8+ tokens a character: shorter results need no count. The last
         call's list is remembered (per thread): a list that starts with its very objects,
-        each still holding the content it was read with, is read from where it ended.
+        each tool result still holding the content it was read with (only those can be
+        long), is read from where it ended.
         """
-        start, long = 0, []
+        start, tools, contents, long = 0, [], [], []
         last: _Scanned | None = getattr(self._scanned, "last", None)
         if last is not None and last.min_chars == min_chars:
             n = len(last.messages)
             if (
                 n <= len(messages)
                 and all(map(operator.is_, messages[:n], last.messages))
-                and all(map(operator.is_, map(_CONTENT, last.messages), last.contents))
+                and all(map(operator.is_, map(_CONTENT, last.tools), last.contents))
             ):
                 start, long = n, list(last.long)
+                tools, contents = list(last.tools), list(last.contents)
         for index in range(start, len(messages)):
             message = messages[index]
-            text = message.content
-            if isinstance(message, ToolMessage) and isinstance(text, str) and len(text) > min_chars:
-                long.append((index, message, text))
+            if isinstance(message, ToolMessage):
+                text = message.content
+                tools.append(message)
+                contents.append(text)
+                if isinstance(text, str) and len(text) > min_chars:
+                    long.append((index, message, text))
         self._scanned.last = _Scanned(
-            tuple(messages), tuple(map(_CONTENT, messages)), min_chars, tuple(long)
+            tuple(messages), tuple(tools), tuple(contents), min_chars, tuple(long)
         )
         return long
 
@@ -408,9 +413,10 @@ _CONTENT = operator.attrgetter("content")
 
 @dataclass(frozen=True, slots=True)
 class _Scanned:
-    """A list `_long_results` read: its messages, their contents, and what it found."""
+    """A list `_long_results` read: its messages, tool results, their contents, the long."""
 
     messages: tuple[BaseMessage, ...]
+    tools: tuple[ToolMessage, ...]
     contents: tuple[object, ...]
     min_chars: int
     long: tuple[tuple[int, ToolMessage, str], ...]
