@@ -17,7 +17,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable
+    from collections.abc import Callable, Hashable
 
     from langchain_core.messages import BaseMessage
 
@@ -150,3 +150,36 @@ def sent_fields(message: BaseMessage) -> tuple[object, ...]:
 
 SEEN_MESSAGES = SeenMessages()
 """The process's one identity memo, shared by the token counts and the prefix digests."""
+
+
+LONG_TEXT = 256
+"""Texts of at least this many characters have their counts kept (`long_counts_kept`);
+shorter ones cost less to count again than to look up."""
+_LONG_TEXTS = CountMemo(8_192)
+"""Counts of long texts, keyed by counter and text (the text's own string: no copy)."""
+
+
+def long_counts_kept(
+    texts: list[str], counter: Hashable, batch: Callable[[list[str]], list[int]]
+) -> list[int]:
+    """`batch(texts)`, with the counts of long texts kept and looked up by `counter`.
+
+    A long text is often counted twice in one call (a tool result capped by the result
+    cutter, then costed with its message by the history index): the second is a lookup.
+    """
+    try:
+        hash(counter)
+    except TypeError:  # a counter that cannot be hashed cannot key the memo
+        return batch(texts)
+    counts = [
+        _LONG_TEXTS.get((counter, text)) if len(text) >= LONG_TEXT else None for text in texts
+    ]
+    missing = [i for i, count in enumerate(counts) if count is None]
+    if not missing:
+        return counts  # type: ignore[return-value]  # none is None
+    fresh = batch([texts[i] for i in missing])
+    for i, count in zip(missing, fresh, strict=True):
+        counts[i] = count
+        if len(texts[i]) >= LONG_TEXT:
+            _LONG_TEXTS.put((counter, texts[i]), count)
+    return counts  # type: ignore[return-value]  # every None was filled above

@@ -21,6 +21,7 @@ themselves (langchain-openai 1.8, langchain-anthropic 1.7, langchain-google-gena
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeGuard
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -129,3 +130,70 @@ def system_in_place(
     follows_user = before >= 0 and isinstance(messages[before], (HumanMessage, ToolMessage))
     precedes_ai = after == len(messages) or isinstance(messages[after], AIMessage)
     return follows_user and precedes_ai
+
+
+@dataclass(frozen=True, slots=True)
+class CleanScan:
+    """Where a problem-free scan of a message list stands at its end.
+
+    A list that only grows is checked by resuming from the state its known part ended
+    in (`resume_scan`), so a call checks what is new, not the whole window.
+
+    Attributes:
+        open_calls: Ids of the tool calls of the last unit not answered yet.
+        in_block: Inside the tool results of an AI message with tool calls.
+        started: A non-system message has been seen (a system message is then misplaced).
+    """
+
+    open_calls: frozenset[str] = frozenset()
+    in_block: bool = False
+    started: bool = False
+
+
+def resume_scan(scan: CleanScan, messages: Sequence[BaseMessage]) -> CleanScan | None:
+    """The state after `messages`, scanned on from `scan`; None at the first problem.
+
+    The rules of `find_message_problems` (pending tool calls aside: the caller reads
+    `open_calls` at the end). Every request the middleware sends is checked, so this is
+    one loop with no method calls.
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+        from langchain_contextkit.messages import CleanScan, resume_scan
+
+        call = {"name": "search", "args": {}, "id": "c1"}
+        scan = resume_scan(CleanScan(), [HumanMessage("hi"), AIMessage("", tool_calls=[call])])
+        assert scan is not None and scan.open_calls == {"c1"}
+        scan = resume_scan(scan, [ToolMessage("r", tool_call_id="c1")])
+        assert scan is not None and not scan.open_calls
+        assert resume_scan(scan, [ToolMessage("again", tool_call_id="c1")]) is None
+        ```
+    """
+    open_calls = set(scan.open_calls)
+    in_block, started = scan.in_block, scan.started
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            call_id = message.tool_call_id
+            if not in_block or call_id not in open_calls:
+                return None  # an orphan, or a second answer to one call
+            open_calls.discard(call_id)
+        else:
+            if open_calls:
+                return None  # a call left unanswered before the next message
+            in_block = False
+            if isinstance(message, SystemMessage):
+                if started:
+                    return None  # a system message after the conversation began
+                continue
+            if isinstance(message, AIMessage) and (
+                message.tool_calls or message.invalid_tool_calls
+            ):
+                in_block = True
+                ids = call_ids(message)
+                if "" in ids:
+                    return None  # a call without an id cannot be answered
+                open_calls.update(ids)
+        started = True
+    return CleanScan(frozenset(open_calls), in_block, started)

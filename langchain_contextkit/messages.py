@@ -28,13 +28,15 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_contextkit._message_repair import MessageRepair, RepairKind, repair_walk
 from langchain_contextkit._message_rules import (
+    CleanScan,
     SystemPlacement,
     call_ids,
     has_tool_calls,
+    resume_scan,
     system_in_place,
     system_placement_for,
 )
@@ -176,73 +178,6 @@ def _clean(messages: Sequence[BaseMessage], *, allow_pending: bool) -> bool:
     """Whether `_Scan` would find no problem (the same rules, without reporting any)."""
     scan = resume_scan(CleanScan(), messages)
     return scan is not None and (allow_pending or not scan.open_calls)
-
-
-@dataclass(frozen=True, slots=True)
-class CleanScan:
-    """Where a problem-free scan of a message list stands at its end.
-
-    A list that only grows is checked by resuming from the state its known part ended
-    in (`resume_scan`), so a call checks what is new, not the whole window.
-
-    Attributes:
-        open_calls: Ids of the tool calls of the last unit not answered yet.
-        in_block: Inside the tool results of an AI message with tool calls.
-        started: A non-system message has been seen (a system message is then misplaced).
-    """
-
-    open_calls: frozenset[str] = frozenset()
-    in_block: bool = False
-    started: bool = False
-
-
-def resume_scan(scan: CleanScan, messages: Sequence[BaseMessage]) -> CleanScan | None:
-    """The state after `messages`, scanned on from `scan`; None at the first problem.
-
-    The rules of `find_message_problems` (pending tool calls aside: the caller reads
-    `open_calls` at the end). Every request the middleware sends is checked, so this is
-    one loop with no method calls.
-
-    Example:
-        ```python
-        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-
-        from langchain_contextkit.messages import CleanScan, resume_scan
-
-        call = {"name": "search", "args": {}, "id": "c1"}
-        scan = resume_scan(CleanScan(), [HumanMessage("hi"), AIMessage("", tool_calls=[call])])
-        assert scan is not None and scan.open_calls == {"c1"}
-        scan = resume_scan(scan, [ToolMessage("r", tool_call_id="c1")])
-        assert scan is not None and not scan.open_calls
-        assert resume_scan(scan, [ToolMessage("again", tool_call_id="c1")]) is None
-        ```
-    """
-    open_calls = set(scan.open_calls)
-    in_block, started = scan.in_block, scan.started
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            call_id = message.tool_call_id
-            if not in_block or call_id not in open_calls:
-                return None  # an orphan, or a second answer to one call
-            open_calls.discard(call_id)
-        else:
-            if open_calls:
-                return None  # a call left unanswered before the next message
-            in_block = False
-            if isinstance(message, SystemMessage):
-                if started:
-                    return None  # a system message after the conversation began
-                continue
-            if isinstance(message, AIMessage) and (
-                message.tool_calls or message.invalid_tool_calls
-            ):
-                in_block = True
-                ids = call_ids(message)
-                if "" in ids:
-                    return None  # a call without an id cannot be answered
-                open_calls.update(ids)
-        started = True
-    return CleanScan(frozenset(open_calls), in_block, started)
 
 
 def _first_not_human(messages: Sequence[BaseMessage]) -> bool:
@@ -390,8 +325,10 @@ def repair_messages(
     """
     if _CLEAN_MEMO.known_clean(messages):
         return list(messages), []
-    if not find_message_problems(messages, system_messages=system_messages):
-        _CLEAN_MEMO.remember(messages)
+    # The strict rules pass for nearly every list: one scan both decides and is remembered.
+    if _CLEAN_MEMO.remember(messages) or not find_message_problems(
+        messages, system_messages=system_messages
+    ):
         return list(messages), []
     fixed, repairs = repair_walk(messages, system_messages)
     broken = [r for r in repairs if r.kind != "system_note"]
@@ -428,10 +365,16 @@ class _CleanMemo:
         self._last.seen = (tuple(messages), end)
         return True
 
-    def remember(self, messages: Sequence[BaseMessage]) -> None:
+    def remember(self, messages: Sequence[BaseMessage]) -> bool:
+        """Remember `messages` when the strict rules find them clean; say whether they did.
+
+        Clean by the strict rules is clean by every placement `repair_messages` takes.
+        """
         scan = resume_scan(CleanScan(), messages)
-        if scan is not None and not scan.open_calls:  # only lists clean by the strict rules
-            self._last.seen = (tuple(messages), scan)
+        if scan is None or scan.open_calls:  # only lists clean by the strict rules
+            return False
+        self._last.seen = (tuple(messages), scan)
+        return True
 
 
 _CLEAN_MEMO = _CleanMemo()

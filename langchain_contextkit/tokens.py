@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit._count_memo import SEEN_MESSAGES, CountMemo
+from langchain_contextkit._count_memo import SEEN_MESSAGES, CountMemo, long_counts_kept
 from langchain_contextkit._token_count import count_text_tokens, count_texts_tokens
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
 
@@ -132,8 +132,14 @@ def count_each(texts: Sequence[str], counter: TokenCounter = count_tokens) -> li
         assert count_each(lines) == [count_tokens(line) for line in lines] == [3, 4, 0]
         ```
     """
+    batch = functools.partial(_count_batch, counter=counter)
+    return long_counts_kept(list(texts), counter, batch)
+
+
+def _count_batch(texts: list[str], counter: TokenCounter) -> list[int]:
+    """`count_each` without the memo: the counter's own batch, else one call per text."""
     if counter is count_tokens:
-        return count_texts_tokens(list(texts))
+        return count_texts_tokens(texts)
     batch = getattr(counter, "count_each", None)
     if callable(batch):  # a TiktokenCounter, or any counter with a batch method of its own
         return list(batch(texts))

@@ -34,6 +34,7 @@ print(fit.tokens <= 1_500, fit.messages[2].text.splitlines()[0])
 from __future__ import annotations
 
 import logging
+import operator
 import sys
 import threading
 from collections import OrderedDict
@@ -105,6 +106,7 @@ class ResultCutter:
         self.counter = token_counter
         self.store = store
         self._lock = threading.Lock()
+        self._scanned = threading.local()  # each thread's last `_long_results`
         self._stored: OrderedDict[str, None] = OrderedDict()
         self._tokens: OrderedDict[str, int] = OrderedDict()
         self._views: OrderedDict[tuple[int, int, int], tuple[BaseMessage, BaseMessage, int]] = (
@@ -148,14 +150,7 @@ class ResultCutter:
         """
         view = list(messages)
         cut = left_out = 0
-        # No counter gives 8+ tokens a character: shorter results need no count.
-        long = [
-            (index, message, message.content)
-            for index, message in enumerate(messages)
-            if isinstance(message, ToolMessage)
-            and isinstance(message.content, str)
-            and len(message.content) > threshold // 8
-        ]
+        long = self._long_results(view, threshold // 8)
         self._count_all(text for _, _, text in long)
         for index, message, text in long:
             tokens = self._count(text)
@@ -178,6 +173,40 @@ class ResultCutter:
             cut += 1
             left_out += max(0, known[2])
         return CutTurn(view, 0, cut, left_out)
+
+    def _long_results(
+        self, messages: list[BaseMessage], min_chars: int
+    ) -> list[tuple[int, ToolMessage, str]]:
+        """The tool results of over `min_chars` characters: `(index, message, text)`.
+
+        No counter gives 8+ tokens a character: shorter results need no count. The last
+        call's list is remembered (per thread): a list that starts with its very objects,
+        each tool result still holding the content it was read with (only those can be
+        long), is read from where it ended.
+        """
+        start, tools, contents, long = 0, [], [], []
+        last: _Scanned | None = getattr(self._scanned, "last", None)
+        if last is not None and last.min_chars == min_chars:
+            n = len(last.messages)
+            if (
+                n <= len(messages)
+                and all(map(operator.is_, messages[:n], last.messages))
+                and all(map(operator.is_, map(_CONTENT, last.tools), last.contents))
+            ):
+                start, long = n, list(last.long)
+                tools, contents = list(last.tools), list(last.contents)
+        for index in range(start, len(messages)):
+            message = messages[index]
+            if isinstance(message, ToolMessage):
+                text = message.content
+                tools.append(message)
+                contents.append(text)
+                if isinstance(text, str) and len(text) > min_chars:
+                    long.append((index, message, text))
+        self._scanned.last = _Scanned(
+            tuple(messages), tuple(tools), tuple(contents), min_chars, tuple(long)
+        )
+        return long
 
     def _count_all(self, texts: Iterable[str]) -> None:
         """Count the texts not counted yet, in one batch (`count_each`).
@@ -377,3 +406,17 @@ def _common_size(sizes: list[int], over: int) -> int:
 def _all_hidden(text: str) -> HiddenSpan:
     lines = text.count("\n") + (not text.endswith("\n"))
     return HiddenSpan(0, len(text), 1, max(1, lines), lines)
+
+
+_CONTENT = operator.attrgetter("content")
+
+
+@dataclass(frozen=True, slots=True)
+class _Scanned:
+    """A list `_long_results` read: its messages, tool results, their contents, the long."""
+
+    messages: tuple[BaseMessage, ...]
+    tools: tuple[ToolMessage, ...]
+    contents: tuple[object, ...]
+    min_chars: int
+    long: tuple[tuple[int, ToolMessage, str], ...]

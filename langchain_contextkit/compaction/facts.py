@@ -50,12 +50,35 @@ _IDENTIFIER = re.compile(
     r"|\b[A-Z]{2,}[\w]*"  # ACRONYMS, CODES
     r"|`[^`]+`"  # code spans
 )
-_DECISION = re.compile(
+
+
+class _CaseBlind:
+    """A case-blind search for a pattern written in lower case, fast on ASCII text.
+
+    `re.IGNORECASE` folds every character it compares, which makes these word lists
+    the costliest searches of a recap. ASCII letters fold only to each other, so on
+    ASCII text (most of it) the lower-cased text is searched case-sensitively instead,
+    with the same result at about half the cost; other text gets the folding search.
+    """
+
+    __slots__ = ("ascii", "folding")
+
+    def __init__(self, pattern: str) -> None:
+        self.folding = re.compile(pattern, re.IGNORECASE)
+        self.ascii = re.compile(pattern)
+
+    def found(self, text: str) -> bool:
+        """Whether the pattern occurs in `text`, letter case aside."""
+        if text.isascii():
+            return self.ascii.search(text.lower()) is not None
+        return self.folding.search(text) is not None
+
+
+_DECISION = _CaseBlind(
     r"\b(decid\w*|decision|agreed?|conclu\w*|therefore|so we|must|will|shall|chose|chosen|"
     r"confirm\w*|resolv\w*|root cause|result\w*|because|fixed|approved|rejected|deadline|"
     r"plan\w*|next step)\b"
     r"|决定|结论|确认|因此|所以|必须|同意|原因|结果|计划|下一步|截止",
-    re.IGNORECASE,
 )
 _CONCLUSION = re.compile(
     r"\b(conclu\w*|therefore|thus|hence|so we|decided|decision|root cause|in summary|"
@@ -148,7 +171,7 @@ def has_identifier(text: str) -> bool:
 
 def has_decision(text: str) -> bool:
     """Whether `text` states a decision, plan, cause or conclusion (English or Chinese)."""
-    return _DECISION.search(text) is not None
+    return _DECISION.found(text)
 
 
 def fact_tokens(text: str) -> list[str]:
@@ -254,32 +277,28 @@ RECAP_SECTIONS: tuple[RecapSection, ...] = get_args(RecapSection)
 """Every recap section, in the fixed order a recap prints them."""
 
 # A question: it ends with a question mark (Latin or full-width), or says it is open.
-_QUESTION = re.compile(
+_QUESTION = _CaseBlind(
     r"[?？]\s*[)\]\"'”」』]*\s*$"
     r"|\b(?:open question|unresolved|unclear whether|not yet decided|tbd)\b"
     r"|待定|未决|尚不清楚|还不确定|是否.{0,20}[吗呢][。.]?$",
-    re.IGNORECASE,
 )
 # What was decided or concluded: narrower than `has_decision`, which also counts plans,
 # causes and "will" (those describe work to do or explanations, not a settled point).
-_DECIDED = re.compile(
+_DECIDED = _CaseBlind(
     r"\b(?:decid(?:e|ed|es|ing)|decision|agreed|agree on|conclu\w+|chose|chosen|opted|"
     r"approved|rejected|resolved|settled on|go(?:ing)? with|root cause|in summary|"
     r"the answer is|turns out|therefore|thus|hence|confirmed)\b"
     r"|决定|结论|确认|同意|采用|选定|批准|否决|因此|所以|原因是|结果是|定为|最终",
-    re.IGNORECASE,
 )
 # Work someone is to do: a cue, and then an owner or a deadline for it to count.
-_ACTION_MARKER = re.compile(
+_ACTION_MARKER = _CaseBlind(
     r"\b(?:todo|to-do|action items?|follow[- ]up|next steps?|assigned to|assignee|owner)\b"
     r"|待办|行动项|跟进|负责人|下一步",
-    re.IGNORECASE,
 )
-_ACTION_CUE = re.compile(
+_ACTION_CUE = _CaseBlind(
     r"\b(?:will|shall|'ll|is going to|are going to|needs? to|has to|have to|must|should|"
     r"please|let's|to send|to review|to fix|to deploy|to update|to check|to call|to write)\b"
     r"|负责|需要|将会|将|会|要|请|完成|提交|安排",
-    re.IGNORECASE,
 )
 _NOT_OWNERS = frozenset(
     re.findall(
@@ -331,7 +350,7 @@ _MEASURE = re.compile(
 
 def is_question(text: str) -> bool:
     """Whether `text` asks something or says a point is still open (English or Chinese)."""
-    return _QUESTION.search(text) is not None
+    return _QUESTION.found(text)
 
 
 def action_details(text: str, *, speaker: str | None = None) -> tuple[str | None, str | None]:
@@ -367,9 +386,9 @@ def action_details(text: str, *, speaker: str | None = None) -> tuple[str | None
 
 def is_action(text: str, *, speaker: str | None = None) -> bool:
     """Whether `text` gives someone work to do: a cue, with an owner or a deadline."""
-    if _ACTION_MARKER.search(text) is not None:
+    if _ACTION_MARKER.found(text):
         return True
-    if _ACTION_CUE.search(text) is None:
+    if not _ACTION_CUE.found(text):
         return False
     owner, deadline = action_details(text, speaker=speaker)
     return owner is not None or deadline is not None
@@ -377,7 +396,7 @@ def is_action(text: str, *, speaker: str | None = None) -> bool:
 
 def is_decided(text: str) -> bool:
     """Whether `text` states a decision or a conclusion (English or Chinese)."""
-    return _DECIDED.search(text) is not None
+    return _DECIDED.found(text)
 
 
 def has_measure(text: str) -> bool:
