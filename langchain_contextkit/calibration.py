@@ -44,6 +44,7 @@ assert calibration.estimated(200_000) > 199_000  # not a factor of 8 from the fi
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import statistics
@@ -167,8 +168,13 @@ class _Fit:
         return self.overhead + self.ratio * estimated
 
 
-def _fit(observations: Sequence[Observation]) -> _Fit:
-    """Fit the line (see the module docstring); the identity without observations."""
+@functools.lru_cache(maxsize=256)
+def _fit(observations: tuple[Observation, ...]) -> _Fit:
+    """Fit the line (see the module docstring); the identity without observations.
+
+    Memoised by the observations (a call asks for the line several times, and threads
+    with the same recent calls share it).
+    """
     if not observations:
         return _Fit()
     last = len(observations) - 1

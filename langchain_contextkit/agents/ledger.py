@@ -8,10 +8,11 @@ middleware and nodes keep in state and the demo draws as a bar (`LEGEND`);
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_contextkit.calibration import growth_rate
@@ -148,8 +149,12 @@ class CallLedger:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for graph state and JSON."""
-        return asdict(self)
+        """Plain data for graph state and JSON (the gate's result copied, not shared)."""
+        # Every field but `gate` is a scalar: a flat copy is `asdict` without its recursion.
+        data = {name: getattr(self, name) for name in _FIELDS}
+        if self.gate is not None:
+            data["gate"] = copy.deepcopy(self.gate)
+        return data
 
     def bar(self, width: int = 60) -> str:
         """The window drawn as one line of letters, one per part, in layout order (`LEGEND`).
@@ -234,6 +239,9 @@ class CallTimer:
         """`ledger` with `model_ms` and `middleware_ms` as measured now (to the microsecond)."""
         model_ms, own_ms = self.split()
         return replace(ledger, model_ms=round(model_ms, 3), middleware_ms=round(own_ms, 3))
+
+
+_FIELDS = tuple(f.name for f in fields(CallLedger))
 
 
 def next_call_number(ledgers: Sequence[Any]) -> int:

@@ -274,3 +274,22 @@ def test_reported_usage_and_cache_reads_reach_the_line(tmp_path: Path) -> None:
     assert figures.cache_hit_rate == pytest.approx((0 + 96 + 160) / (120 + 180 + 260))
     assert figures.input_source == "reported"
     assert figures.input_mean == pytest.approx((120 + 180 + 260) / 3)
+
+
+def test_a_ledger_dict_is_asdict_with_its_gate_copied() -> None:
+    import dataclasses
+
+    from langchain_contextkit.agents.ledger import CallLedger
+
+    base = {
+        "call": 3, "window": 8_000, "output_reserve": 1_000, "system": 40, "tools": 300,
+        "summary": 120, "retrieval": 0, "history": 2_000, "turn": 90, "free": 4_450,
+        "compacted": True, "reduced": False,
+    }  # fmt: skip
+    gate = {"passed": False, "checks": [{"name": "max_request_tokens", "value": 18}]}
+    for ledger in (CallLedger(**base), CallLedger(**base, gate=gate, model_ms=12.5)):
+        data = ledger.to_dict()
+        assert data == dataclasses.asdict(ledger)
+        if ledger.gate is not None:
+            data["gate"]["checks"][0]["value"] = 0  # the copy, not the ledger's own
+            assert ledger.gate["checks"][0]["value"] == 18
