@@ -43,6 +43,8 @@ from langchain_contextkit.agents.providers import (
     caches_explicitly,
     marks_with_cache_points,
 )
+from langchain_contextkit.agents.retrieval_block import RETRIEVAL_ID
+from langchain_contextkit.compaction.recap import is_recap
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -64,9 +66,6 @@ DEFAULT_CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 
 _CACHE_POINT: dict[str, dict[str, str]] = {"cachePoint": {"type": "default"}}
 """The breakpoint as Bedrock's Converse API takes it: a block of its own."""
-
-_RETRIEVAL_ID = "contextkit-retrieval"  # agents.assembler.RETRIEVAL_ID (not imported: no cycle)
-_RECAP_ID_PREFIX = "contextkit-recap-"  # compaction.compactor.RECAP_ID_PREFIX
 
 
 def _blocks_marked(content: object) -> int:
@@ -110,10 +109,6 @@ def count_cache_marks(
     return marks + sum(_blocks_marked(m.content) for m in messages)
 
 
-def _is_recap(message: BaseMessage) -> bool:
-    return isinstance(message.id, str) and message.id.startswith(_RECAP_ID_PREFIX)
-
-
 def stable_prefix_ends(messages: Sequence[BaseMessage]) -> tuple[int | None, int | None]:
     """Where the recap and the older turns end in an assembled request (indexes).
 
@@ -124,13 +119,13 @@ def stable_prefix_ends(messages: Sequence[BaseMessage]) -> tuple[int | None, int
         ``(recap, older)``: the recap's index and the older turns' last index, each None
         when the request has none.
     """
-    recap = next((i for i, m in enumerate(messages) if _is_recap(m)), None)
-    block = next((i for i, m in enumerate(messages) if m.id == _RETRIEVAL_ID), None)
+    recap = next((i for i, m in enumerate(messages) if is_recap(m)), None)
+    block = next((i for i, m in enumerate(messages) if m.id == RETRIEVAL_ID), None)
     turn = next(
         (
             i
             for i in range(len(messages) - 1, -1, -1)
-            if isinstance(messages[i], HumanMessage) and i != block and not _is_recap(messages[i])
+            if isinstance(messages[i], HumanMessage) and i != block and not is_recap(messages[i])
         ),
         None,
     )

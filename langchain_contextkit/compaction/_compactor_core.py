@@ -108,11 +108,6 @@ class CompactorCore:
     def _recap_as_human(self, tail: Sequence[BaseMessage]) -> bool:
         return self.require_human_first and not (tail and isinstance(tail[0], HumanMessage))
 
-    def _view(
-        self, system: list[BaseMessage], text: str | None, covered: int, tail: list[BaseMessage]
-    ) -> list[BaseMessage]:
-        return self._parts(system, text, covered, tail).messages
-
     def _parts(
         self,
         system: list[BaseMessage],
