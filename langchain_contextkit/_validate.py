@@ -11,7 +11,7 @@ from langchain_contextkit.errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["check_count", "check_fraction", "from_known_fields"]
+__all__ = ["check_count", "check_fraction", "from_known_fields", "one_of"]
 
 T = TypeVar("T")
 
@@ -61,3 +61,15 @@ def from_known_fields(cls: type[T], data: Mapping[str, Any]) -> T:
         msg = f"unknown {cls.__name__} keys: {unknown}; known: {sorted(known)}."
         raise ConfigError(msg)
     return cls(**data)
+
+
+def one_of(name: str, given: T | None, alias_name: str, alias: T | None) -> T | None:
+    """The argument passed as `name` or as its documented alias, refusing both at once.
+
+    Raises:
+        ConfigError: When both are given and differ.
+    """
+    if given is not None and alias is not None and given is not alias:
+        msg = f"pass {name}= once: {alias_name}= is its alias"
+        raise ConfigError(msg)
+    return given if given is not None else alias

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._async import run_sync
+from langchain_contextkit._validate import one_of
 from langchain_contextkit.agents.offload import (
     STORE_OFFLOAD_MIN_TOKENS,
     OffloadConfig,
@@ -64,7 +65,6 @@ from langchain_contextkit.compaction.compactor import (
     HistoryCompactor,
     RunningSummary,
     ViewSummarize,
-    one_of,
 )
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import (
@@ -375,7 +375,9 @@ class WindowAssembler(TurnFitting):
                 user's last message and the output reserve's floor alone exceed the
                 window; the message names each part and its size.
         """
-        summarize_view = one_of("summarize_view", summarize_view, asummarize_view)
+        summarize_view = one_of(
+            "summarize_view", summarize_view, "asummarize_view", asummarize_view
+        )
         start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
         offloader, cutter = self._store_tools(store)
         if offloader is not None:

@@ -25,7 +25,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
 from langchain_contextkit._async import run_sync
-from langchain_contextkit._validate import check_count
+from langchain_contextkit._validate import check_count, one_of
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents.handed_down import handed_down
 from langchain_contextkit.agents.ledger import next_call_number, with_ledger
@@ -335,10 +335,7 @@ def reducer_node(
     if paradigm not in _DEFAULT_STATE_KEYS:
         msg = f"paradigm must be one of {sorted(_DEFAULT_STATE_KEYS)}, got {paradigm!r}."
         raise ConfigError(msg)
-    if token_counter is not None and counter is not None and token_counter is not counter:
-        msg = "pass the counter once: token_counter= (counter= is its alias)"
-        raise ConfigError(msg)
-    counter = token_counter or counter or count_tokens
+    counter = one_of("token_counter", token_counter, "counter", counter) or count_tokens
     source = state_key or _DEFAULT_STATE_KEYS[paradigm]
     target = output_key or _DEFAULT_OUTPUT_KEYS[paradigm]
     limit = _trajectory_budget(

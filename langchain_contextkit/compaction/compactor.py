@@ -14,9 +14,9 @@ steps in, and when nothing can be summarised the history comes back unchanged.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from langchain_contextkit._validate import check_count
+from langchain_contextkit._validate import check_count, one_of
 from langchain_contextkit.compaction._cold_start import (
     DEFAULT_COLD_START_CALLS,
     ColdStart,
@@ -430,8 +430,10 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
             ConfigError: When a callback is passed under both of its names.
             ContextWindowExceeded: As `compact_view`.
         """
-        asummarize = one_of("summarize", summarize, asummarize)
-        asummarize_view = one_of("summarize_view", summarize_view, asummarize_view)
+        asummarize = one_of("summarize", summarize, "asummarize", asummarize)
+        asummarize_view = one_of(
+            "summarize_view", summarize_view, "asummarize_view", asummarize_view
+        )
 
         def plan_now() -> Plan | CompactionResult:
             return self._plan(
@@ -502,21 +504,6 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
                 return _metered(result, meter)
             error = self._note_failure(kind, None)
         return _metered(self._unchanged(plan, error), meter)
-
-
-def one_of(name: str, given: _T | None, alias: _T | None) -> _T | None:
-    """The argument passed as `name` or as its alias `a<name>`, refusing both at once.
-
-    Raises:
-        ConfigError: When both are given and differ.
-    """
-    if given is not None and alias is not None and given is not alias:
-        msg = f"pass {name}= once: a{name}= is its alias"
-        raise ConfigError(msg)
-    return given if given is not None else alias
-
-
-_T = TypeVar("_T")
 
 
 def _checked_scale(scale: float) -> float:

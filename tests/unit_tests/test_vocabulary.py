@@ -166,3 +166,15 @@ def test_one_built_assembler_is_handed_down_to_a_middleware_and_a_node() -> None
         context_node(model=model, assembler=assembler, keep_recent_steps=5)
     with pytest.raises(ConfigError, match="WindowAssembler"):
         ContextKitMiddleware(assembler=object())  # type: ignore[arg-type]
+
+
+def test_reducer_node_takes_its_counter_under_either_name_but_not_both() -> None:
+    from langchain_contextkit import ConfigError, count_tokens
+
+    def other(text: str) -> int:
+        return len(text)
+
+    assert reducer_node("agent", budget=100, counter=count_tokens) is not None
+    assert reducer_node("agent", budget=100, token_counter=count_tokens) is not None
+    with pytest.raises(ConfigError, match="token_counter= once"):
+        reducer_node("agent", budget=100, token_counter=count_tokens, counter=other)
