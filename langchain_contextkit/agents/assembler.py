@@ -34,6 +34,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import one_of
+from langchain_contextkit.agents.known_messages import KnownMessages
 from langchain_contextkit.agents.offload import (
     STORE_OFFLOAD_MIN_TOKENS,
     OffloadConfig,
@@ -200,6 +201,7 @@ class WindowAssembler(TurnFitting):
         self.counter = self.compactor.token_counter
         self.offloader = offloader_for(offload, self.counter)
         self._block_free = BlockFree()
+        self._known = KnownMessages()  # a checkpointer's copies, traded for the objects seen
         self._lock = threading.Lock()
         # The cutter saves to the configured store; a call's own store gets its pair.
         configured = None if self.offloader is None else self.offloader.config.store
@@ -425,6 +427,7 @@ class WindowAssembler(TurnFitting):
         where they are until the layout is final (a note made of one here would become
         the latest human message and move the turn's start).
         """
+        messages = self._known.adopt(messages)
         messages, repairs = repair_messages(messages, system_messages="anywhere")
         if budget is None:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)
