@@ -31,7 +31,9 @@ count_tokens_approximately, strategy="last", start_on="human", include_system=Tr
    one `InMemoryStore`; a cold `summaries="extractive"` call on 10,000 messages beside the
    anchor's firing call on the same history; the middleware's steady time per model call
    (12 turns after a seeded 2,000- or 10,000-message history) as a share of the
-   `create_agent` turn without the middleware, stateless and with `InMemorySaver`.
+   `create_agent` turn without the middleware, stateless and with `InMemorySaver`. Both
+   sides of that share are the process's CPU time (`time.process_time`), not wall time:
+   on a shared machine another process's work would otherwise land on either side.
 
 Targets (exit 1 on a FAIL, not with --quick): steady slopes of counter calls and characters
 per call <= 0.1 at each window; peak memory of a cold or steady call of ours <= 2x the
@@ -244,6 +246,8 @@ class Sample:
 class TimedKit(ContextKitMiddleware):
     """The middleware as `for_model` builds it, timing its own share of each model call."""
 
+    clock: Callable[[], float] = staticmethod(time.perf_counter)  # part 4: process CPU time
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.turn, self.samples = 0, cast("list[tuple[int, Sample]]", [])
@@ -257,17 +261,17 @@ class TimedKit(ContextKitMiddleware):
         inner = [0.0]
 
         def timed(req: ModelRequest[Any]) -> ModelResponse[Any]:
-            start = time.perf_counter()
+            start = self.clock()
             try:
                 return handler(req)
             finally:
-                inner[0] += time.perf_counter() - start
+                inner[0] += self.clock() - start
 
         counter = self.token_counter
         calls, chars = getattr(counter, "calls", 0), getattr(counter, "chars", 0)
-        start = time.perf_counter()
+        start = self.clock()
         response = super().wrap_model_call(request, timed)
-        seconds = time.perf_counter() - start - inner[0]
+        seconds = self.clock() - start - inner[0]
         self.update = cast("dict[str, Any]", response.command.update if response.command else {})
         done = bool((self.update.get(LEDGER_KEY) or [{}])[-1].get("compacted"))
         calls, chars = getattr(counter, "calls", 0) - calls, getattr(counter, "chars", 0) - chars
@@ -638,6 +642,8 @@ def run_share(n: int, turns: int) -> list[Share]:
         for with_mw in (False, True):
             model = loop_model()
             mw = timed_kit(model, counted=False) if with_mw else None
+            if mw is not None:
+                mw.clock = time.process_time
             saver = InMemorySaver() if stateful else None
             agent = create_agent(
                 model,
@@ -654,7 +660,7 @@ def run_share(n: int, turns: int) -> list[Share]:
             for turn in range(turns + 1):
                 if mw is not None:
                     mw.turn = turn
-                began = time.perf_counter()
+                began = time.process_time()
                 if stateful:
                     agent.invoke(
                         cast("Any", {"messages": seed if turn == 0 else [question(turn)]}), config
@@ -663,7 +669,7 @@ def run_share(n: int, turns: int) -> list[Share]:
                     payload = seed if turn == 0 else [*history, question(turn)]
                     history = agent.invoke(cast("Any", {"messages": payload}))["messages"]
                 if turn:
-                    times[with_mw].append((time.perf_counter() - began) * 1e3)
+                    times[with_mw].append((time.process_time() - began) * 1e3)
                 model.requests.clear()
             if mw is not None:
                 added = [s.seconds * 1e3 for t, s in mw.samples if t >= 1]
@@ -721,7 +727,7 @@ def report_shares(shares: Sequence[Share]) -> None:
         )
         for s in shares
     ]
-    head = ("history", "run", "turn ms (no middleware)", "added ms/call", "share", "calls")
+    head = ("history", "run", "turn CPU ms (no middleware)", "added CPU ms/call", "share", "calls")
     table(
         f"steady middleware time per call vs the create_agent turn ({SHARE_TURNS} turns)",
         head,

@@ -20,6 +20,7 @@ from langchain.agents.middleware.types import (
 )
 from langgraph.types import Command
 
+from langchain_contextkit.agents._stores import SharedRecaps
 from langchain_contextkit.agents.in_place import InPlaceSummary
 from langchain_contextkit.agents.state import (
     MIDDLEWARE_NAME,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from langchain_core.messages import AnyMessage
+    from langgraph.store.base import BaseStore
 
 
 __all__ = ["CompactionMiddleware", "checked_compactor"]
@@ -109,6 +111,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
         window: int | None = None,
         budget_config: WindowBudgetConfig | None = None,
         summarize_in_place: bool = True,
+        recap_store: BaseStore | None = None,
     ) -> None:
         """Configure the middleware.
 
@@ -121,6 +124,8 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
                 system prompt, tools bound with ``tool_choice="none"``, same messages),
                 so the provider's prompt cache serves almost all of the summary call's
                 input. The transcript-style call remains the fallback.
+            recap_store: Where recaps are shared by all workers (`RecapStore`); default
+                the agent's own store (`create_agent(store=...)`) when it has one.
 
         Raises:
             ConfigError: When `compactor` is not a `HistoryCompactor` (a chat model
@@ -131,6 +136,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
         self.window = window
         self.budget_config = budget_config or WindowBudgetConfig()
         self.summarize_in_place = summarize_in_place
+        self._recaps = SharedRecaps(recap_store)
 
     def budget_for(self, request: ModelRequest[Any]) -> WindowBudget | None:
         """The window ledger of one model call (None when the window is unknown)."""
@@ -187,6 +193,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
             room_tokens=None if budget is None else budget.spendable,
             summarizer_window=None if budget is None else budget.window,
             reuse_recaps=not runs_in_thread(request),
+            recaps=self._recaps.for_request(request),
         )
         response = handler(request.override(messages=cast("list[AnyMessage]", result.messages)))
         return self._respond(result, response)
@@ -208,6 +215,7 @@ class CompactionMiddleware(AgentMiddleware[CompactionState, Any, Any]):
             room_tokens=None if budget is None else budget.spendable,
             summarizer_window=None if budget is None else budget.window,
             reuse_recaps=not runs_in_thread(request),
+            recaps=self._recaps.for_request(request),
         )
         response = await handler(
             request.override(messages=cast("list[AnyMessage]", result.messages))

@@ -27,6 +27,7 @@ from typing_extensions import NotRequired
 from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import check_count, one_of
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
+from langchain_contextkit.agents._stores import SharedRecaps
 from langchain_contextkit.agents.handed_down import handed_down
 from langchain_contextkit.agents.ledger import next_call_number, with_ledger
 from langchain_contextkit.agents.state import CALIBRATION_KEY, LEDGER_KEY, SUMMARY_KEY
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
+    from langgraph.store.base import BaseStore
 
     from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
     from langchain_contextkit.agents.offload import OffloadConfig
@@ -94,6 +96,7 @@ def compaction_node(
     tools: Sequence[Any] = (),
     system_prompt: str | None = None,
     budget_config: WindowBudgetConfig | None = None,
+    recap_store: BaseStore | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """Build a compaction node (sync and async) for a `StateGraph`.
 
@@ -110,6 +113,8 @@ def compaction_node(
         tools: The tools bound to that model: their schemas count towards the trigger.
         system_prompt: A system prompt sent beside the messages (not in them): counted too.
         budget_config: The window ledger's knobs (output reserve).
+        recap_store: Where recaps are shared by all workers (`RecapStore`); default the
+            graph's own store (`compile(store=...)`) when it has one.
 
     Returns:
         A runnable node: ``builder.add_node("compact", compaction_node(compactor))``.
@@ -156,6 +161,7 @@ def compaction_node(
     # The node's model writes no recap itself, but when it is also the compactor's LLM its
     # window sizes the summariser's requests (the compactor's own profile wins).
     summarizer_window = model_limits(model)[0] if model is not None else None
+    recaps = SharedRecaps(recap_store)
 
     def summary_of(state: Mapping[str, Any]) -> RunningSummary | None:
         return RunningSummary.from_state(state.get(summary_key)) if mode == "view" else None
@@ -177,6 +183,7 @@ def compaction_node(
             room_tokens=room,
             summarizer_window=summarizer_window,
             reuse_recaps=not _in_thread(config),
+            recaps=recaps.for_node(config),
         )
         return update(result)
 
@@ -189,6 +196,7 @@ def compaction_node(
             room_tokens=room,
             summarizer_window=summarizer_window,
             reuse_recaps=not _in_thread(config),
+            recaps=recaps.for_node(config),
         )
         return update(result)
 
@@ -439,6 +447,7 @@ def context_node(
     quality_gate: GateLike | None = None,
     on_gate_fail: OnGateFail = "log",
     assembler: WindowAssembler | None = None,
+    recap_store: BaseStore | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """`ContextKitMiddleware`'s behaviour as a node for your own `StateGraph`.
 
@@ -475,6 +484,8 @@ def context_node(
             (`ContextQualityError`: the node writes nothing, so no model sees it).
         assembler: A built `WindowAssembler` (shared with a middleware, say) instead of
             its ten options.
+        recap_store: Where recaps are shared by all workers (`RecapStore`); default the
+            graph's own store (`compile(store=...)`) when it has one.
 
     Returns:
         A runnable node (sync and async).
@@ -523,6 +534,7 @@ def context_node(
     }
     assembler = handed_down(assembler, options)
     system = SystemMessage(system_prompt) if system_prompt else None
+    recaps = SharedRecaps(recap_store)
 
     def learnt(state: Mapping[str, Any]) -> tuple[Calibration, list[Any]]:
         calibration = Calibration.from_state(state.get(calibration_key))
@@ -538,6 +550,7 @@ def context_node(
     ) -> dict[str, Any]:
         return {
             "reuse_recaps": not _in_thread(config),
+            "recaps": recaps.for_node(config),
             "system_message": system,
             "tools": tools,
             "model": model,
