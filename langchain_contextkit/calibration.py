@@ -49,7 +49,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -241,10 +241,17 @@ class Calibration:
     windows: tuple[tuple[str, int], ...] = ()
     model: str | None = None
     cautious_margin: bool = False
+    _fitted: _Fit | None = field(default=None, init=False, repr=False, compare=False)
+    """The line, once asked for: a call asks several times (hashing the observations
+    for `_fit`'s memo each time cost more than the rest of the calibration)."""
 
     @property
     def _line(self) -> _Fit:
-        return _fit(self.observations)
+        line = self._fitted
+        if line is None:
+            line = _fit(self.observations)
+            object.__setattr__(self, "_fitted", line)  # a cache, not a change of value
+        return line
 
     @property
     def overhead(self) -> float:

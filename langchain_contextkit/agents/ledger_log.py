@@ -32,9 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
     BaseCallbackHandler,
+    BaseCallbackManager,
     adispatch_custom_event,
     dispatch_custom_event,
 )
+from langchain_core.runnables.config import ensure_config
 
 from langchain_contextkit.errors import ConfigError, LedgerLogError
 
@@ -289,12 +291,26 @@ def _problem(record: object) -> str | None:
     return None
 
 
+def _listened() -> bool:
+    """Whether the run has any callback handler to tell.
+
+    Building the run's callback manager costs more than the rest of the ledger line; a
+    run with no handler (none configured, no tracing) would drop the event anyway.
+    """
+    callbacks = ensure_config().get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        return bool(callbacks.handlers)
+    return bool(callbacks)
+
+
 def dispatch_ledger_line(line: dict[str, Any]) -> None:
     """Send the call's line to the run's callbacks (`LedgerCallbackHandler` writes it).
 
     Outside a run (the middleware called directly) there is no one to tell; a handler
     that fails is logged and the call goes on.
     """
+    if not _listened():
+        return
     try:
         dispatch_custom_event(LEDGER_EVENT, line)
     except RuntimeError:
@@ -305,6 +321,8 @@ def dispatch_ledger_line(line: dict[str, Any]) -> None:
 
 async def adispatch_ledger_line(line: dict[str, Any]) -> None:
     """Async `dispatch_ledger_line`."""
+    if not _listened():
+        return
     try:
         await adispatch_custom_event(LEDGER_EVENT, line)
     except RuntimeError:
