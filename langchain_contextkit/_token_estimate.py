@@ -28,7 +28,10 @@ character, and charges
 - every other character (Arabic, Hebrew, Indic and South-East Asian scripts, symbols,
   emoji, combining marks, the astral planes) by its script group and its tier: the tokens
   the dearer of cl100k and o200k spends on it alone (`GROUPS`, `_tier_tables`), never 0;
-- a token for every run of two or more spaces, as both pre-tokenizers split them.
+- a token for every run of two or more spaces, as both pre-tokenizers split them;
+- a charge for each pair of adjacent letters (``a``-``z``, accented, Vietnamese) by how
+  often the dearer tokenizer cuts a word between them (``yw``, ``rh``, ``sz`` often, ``th``
+  never): each lower-case letter is a class of its own, so the pair lookup prices it.
 
 Everything is summed in milli-tokens and rounded up, plus a start charge of half a token,
 since an underestimate is what overflows a window. All weights are integers and every
@@ -53,34 +56,43 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from langchain_contextkit._tier_tables import LETTER_PAIRS
 from langchain_contextkit._token_groups import GROUPS, transition_groups
 
 __all__ = ["TABLES", "Tables"]
 
 # --- Character classes ---------------------------------------------------------------------
 
-SPACE, NEWLINE, OTHER_SPACE, LOWER, UPPER, DIGIT, PUNCT = range(7)
-ACCENTED, ACCENTED_RARE, CYRILLIC, GREEK, OTHER = range(7, 12)
-HAN1, HAN2, HAN3, KANA1, KANA2, HANGUL1, HANGUL2, HANGUL3, CJK_PUNCT1, CJK_PUNCT2 = range(12, 22)
-LATIN_EXT = 22
+SPACE, NEWLINE, OTHER_SPACE, UPPER, DIGIT, PUNCT = range(6)
+ACCENTED, ACCENTED_RARE, CYRILLIC, GREEK, OTHER = range(6, 11)
+HAN1, HAN2, HAN3, KANA1, KANA2, HANGUL1, HANGUL2, HANGUL3, CJK_PUNCT1, CJK_PUNCT2 = range(11, 21)
+LATIN_EXT = 21
 """Latin letters of three UTF-8 bytes (Vietnamese ``ế``, ``ạ``): letters of Latin words."""
-CYRILLIC_RARE = 23
+CYRILLIC_RARE = 22
 """Cyrillic letters that hardly any cl100k token contains (Kazakh ``қ``, Belarusian ``ў``,
 Serbian ``ј``): a word cuts around them, where Russian letters merge."""
+LOWER = 23
+"""The first of 26 classes, one per lower-case ASCII letter (``a`` to ``z``): the pair
+costs price each pair of letters by how often the tokenizers cut a word between them
+(`LETTER_PAIR_WEIGHT`), at no cost to speed, since every character pair is looked up anyway."""
+LOWER_LETTERS = range(LOWER, LOWER + 26)
+PAIRED_LETTERS = (*LOWER_LETTERS, ACCENTED, ACCENTED_RARE, LATIN_EXT)
+"""The classes whose pairs carry a letter-pair cost (`_LETTER_PAIRS`), in its order."""
 # Every other character, by script group (`_token_groups.GROUPS`), then by its tier: a
 # character costs its group's rate times its tier, since scripts these vocabularies hardly
 # merge (Thai, Devanagari, Georgian in cl100k) cost about what their characters cost alone.
 LETTER_GROUPS = GROUPS[:6]
 TIERS = 4
-GROUP_BASE = 24
+GROUP_BASE = LOWER + 26
 N_CLASSES = GROUP_BASE + len(GROUPS) * TIERS
 START = N_CLASSES
 """The class "before" a text's first character: pair codes run to (N_CLASSES + 1) * N_CLASSES."""
 CLASS_NAMES = (
-    *("space", "newline", "other_space", "lower", "upper", "digit", "punct"),
+    *("space", "newline", "other_space", "upper", "digit", "punct"),
     *("accented", "accented_rare", "cyrillic", "greek", "other"),
     *("han1", "han2", "han3", "kana1", "kana2", "hangul1", "hangul2", "hangul3"),
     *("cjk_punct1", "cjk_punct2", "latin_ext", "cyrillic_rare"),
+    *(f"lower_{chr(ord('a') + i)}" for i in range(26)),
     *(f"{group}{tier}" for group in GROUPS for tier in range(1, TIERS + 1)),
 )
 
@@ -103,7 +115,7 @@ LATIN, ALPHABET, SPACES = 1, 2, 3
 of spaces are tracked the same way (`SPACES`), since the pre-tokenizer prices them by run."""
 SCRIPT_OF_CLASS = bytes(
     LATIN
-    if c in {LOWER, UPPER, ACCENTED, ACCENTED_RARE, LATIN_EXT}
+    if c in {*LOWER_LETTERS, UPPER, ACCENTED, ACCENTED_RARE, LATIN_EXT}
     else ALPHABET
     if c in {CYRILLIC, CYRILLIC_RARE, GREEK}
     else SPACES
@@ -165,6 +177,13 @@ _EVIDENCE = (
 )
 """zlib + base64 of one signed byte per code point below U+0800 (case-folded letters)."""
 
+_LETTER_PAIRS = LETTER_PAIRS
+"""zlib + base64 of one byte per pair of `PAIRED_LETTERS` (previous, then current): how
+often cl100k or o200k (the dearer) cuts a word between the two, in 1/255, every category
+of text weighted alike."""
+LETTER_PAIR_FLOOR = 38
+"""Cut shares (1/255) up to this are free: the stride rates price a word's usual cuts."""
+
 _EVIDENCE_END = 0x800
 """Code points from here on carry no language evidence."""
 CHUNK = 32
@@ -176,44 +195,45 @@ THRESHOLD = 16
 
 # Milli-tokens: the fitted weights (bench/fit_token_weights.py).
 CHAR_RATE: dict[int, int] = {
-    NEWLINE: 366,
-    OTHER_SPACE: 158,
-    DIGIT: 215,
-    PUNCT: 115,
-    ACCENTED: 1105,
-    ACCENTED_RARE: 1928,
-    GREEK: 569,
-    HAN1: 737,
-    HAN2: 2376,
-    HAN3: 3290,
-    KANA1: 871,
-    KANA2: 1280,
-    HANGUL1: 538,
-    HANGUL2: 1771,
-    HANGUL3: 2098,
-    CJK_PUNCT1: 576,
+    NEWLINE: 232,
+    OTHER_SPACE: 120,
+    DIGIT: 246,
+    PUNCT: 141,
+    ACCENTED: 442,
+    ACCENTED_RARE: 771,
+    GREEK: 562,
+    HAN1: 762,
+    HAN2: 2541,
+    HAN3: 2939,
+    KANA1: 911,
+    KANA2: 797,
+    HANGUL1: 572,
+    HANGUL2: 1815,
+    HANGUL3: 2143,
+    CJK_PUNCT1: 448,
     CJK_PUNCT2: 2100,
-    LATIN_EXT: 237,
-    CYRILLIC_RARE: 2935,
+    LATIN_EXT: 95,
+    CYRILLIC_RARE: 3189,
 }
-RUN_START: dict[int, int] = {NEWLINE: 774, DIGIT: 648}
+RUN_START: dict[int, int] = {NEWLINE: 959, DIGIT: 606}
 TRANSITION_WEIGHT: dict[str, int] = {
-    "lower->upper": 1159,
-    "digit->letter": 130,
-    "upper->digit": 2037,
+    "lower->upper": 1264,
+    "digit->letter": 52,
+    "upper->digit": 2076,
     "space->digit": 1000,
-    "space->punct": 267,
-    "punct->space": 530,
-    "punct->digit": 1131,
-    "punct->lower": 348,
-    "punct->upper": 376,
-    "space->cjk": 822,
-    "latin word": 887,
-    "alphabet word": 1677,
+    "space->punct": 477,
+    "punct->space": 216,
+    "punct->digit": 965,
+    "punct->lower": 139,
+    "punct->upper": 598,
+    "space->cjk": 785,
+    "latin word": 905,
+    "alphabet word": 1766,
 }
 """Milli-tokens of each named transition (`_token_groups.transition_groups`)."""
 TRANSITION_GROUPS = transition_groups(
-    {"space": SPACE, "lower": LOWER, "upper": UPPER, "digit": DIGIT, "punct": PUNCT},
+    {"space": SPACE, "upper": UPPER, "digit": DIGIT, "punct": PUNCT},
+    LOWER_LETTERS,
     range(HAN1, CJK_PUNCT2 + 1),
     SCRIPT_OF_CLASS,
     LATIN,
@@ -234,35 +254,35 @@ def sum_transitions(weights: dict[str, int]) -> dict[tuple[int, int], int]:
 TRANSITION = sum_transitions(TRANSITION_WEIGHT)
 LETTER_RATE: tuple[int, ...] = (
     0,
-    42,
+    44,
     0,
     0,
     0,
-    66,
-    0,
-    0,
-    0,
-    0,
-    0,
-    0,
-    344,
-    139,
-    35,
-    327,
+    57,
     0,
     0,
     0,
     0,
     0,
     0,
-    505,
-    688,
-    695,
+    138,
+    92,
+    106,
+    573,
     0,
-    488,
     0,
     0,
-    444,
+    0,
+    0,
+    0,
+    655,
+    275,
+    1115,
+    0,
+    831,
+    0,
+    0,
+    441,
     0,
     0,
     0,
@@ -272,17 +292,20 @@ LETTER_RATE: tuple[int, ...] = (
 )
 """By script, regime and stride (see N_LETTER_RATES)."""
 GROUP_RATE: dict[str, int] = {
-    "arabic": 887,
-    "hebrew": 970,
-    "armenian": 946,
-    "indic": 971,
-    "sea": 965,
-    "letters": 1026,
-    "mark": 386,
-    "symbol": 1026,
+    "arabic": 913,
+    "hebrew": 968,
+    "armenian": 949,
+    "indic": 998,
+    "sea": 1002,
+    "letters": 1042,
+    "mark": 320,
+    "symbol": 1011,
 }
 """Milli-tokens per token a group's character costs alone."""
-GROUP_WORD: dict[str, int] = {"hebrew": 123, "armenian": 1590}
+GROUP_WORD: dict[str, int] = {"hebrew": 179, "armenian": 1584}
+LETTER_PAIR_WEIGHT = 2532
+"""Milli-tokens of a certain cut between two letters (a pair's share of cuts above
+`LETTER_PAIR_FLOOR`, times this)."""
 """Milli-tokens where a word of a letter group starts."""
 LONG_RUN = 16
 """Letters of one word past this many pay `LONG_RUN_RATE` each."""
@@ -332,7 +355,7 @@ def _two_byte_class(cp: int, common: frozenset[str], cyrillic: frozenset[str]) -
 
 def _ascii_class(ch: str) -> int:
     if ch.isalpha():
-        return LOWER if ch.islower() else UPPER
+        return LOWER + ord(ch) - ord("a") if ch.islower() else UPPER
     if ch.isdigit():
         return DIGIT
     if ch.isspace():
@@ -447,6 +470,36 @@ def pack_group_tiers(values: npt.NDArray[np.uint8]) -> str:
     return base64.b64encode(zlib.compress(np.asarray(values, np.uint8).tobytes(), 9)).decode()
 
 
+def unpack_letter_pairs(packed: str) -> npt.NDArray[np.uint8]:
+    """The cut share (1/255) of every pair of `PAIRED_LETTERS`, [previous, current]."""
+    size = len(PAIRED_LETTERS)
+    if not packed:
+        return np.zeros((size, size), dtype=np.uint8)
+    raw = np.frombuffer(zlib.decompress(base64.b64decode(packed)), dtype=np.uint8)
+    return raw.reshape(size, size).copy()
+
+
+def pack_letter_pairs(shares: npt.NDArray[np.uint8]) -> str:
+    """Inverse of `unpack_letter_pairs` (used by the fit script)."""
+    return base64.b64encode(zlib.compress(np.asarray(shares, np.uint8).tobytes(), 9)).decode()
+
+
+def letter_pair_excess(shares: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
+    """Each pair's cut share above `LETTER_PAIR_FLOOR`, as a fraction of a cut."""
+    return np.maximum(shares.astype(np.float64) - LETTER_PAIR_FLOOR, 0) / 255
+
+
+def letter_pair_costs(shares: npt.NDArray[np.uint8], weight: int) -> dict[tuple[int, int], int]:
+    """Milli-tokens per (previous, current) class pair of two letters of `PAIRED_LETTERS`."""
+    excess = np.round(letter_pair_excess(shares) * weight).astype(np.int64)
+    return {
+        (prev, cls): int(excess[i, j])
+        for i, prev in enumerate(PAIRED_LETTERS)
+        for j, cls in enumerate(PAIRED_LETTERS)
+        if excess[i, j]
+    }
+
+
 def build_pair_costs(
     char_rate: dict[int, int], run_start: dict[int, int], transition: dict[tuple[int, int], int]
 ) -> npt.NDArray[np.int64]:
@@ -520,6 +573,8 @@ class Tables:
         group_rate: dict[str, int] | None = None,
         group_word: dict[str, int] | None = None,
         group_tiers: npt.NDArray[np.uint8] | None = None,
+        letter_pairs: str = _LETTER_PAIRS,
+        letter_pair_weight: int = LETTER_PAIR_WEIGHT,
     ) -> Tables:
         """Build the tables from the shipped parameters or from the fit script's."""
         chars, transitions = with_groups(
@@ -528,6 +583,9 @@ class Tables:
             GROUP_RATE if group_rate is None else group_rate,
             GROUP_WORD if group_word is None else group_word,
         )
+        pairs = letter_pair_costs(unpack_letter_pairs(letter_pairs), letter_pair_weight)
+        for pair, cost in pairs.items():
+            transitions[pair] = transitions.get(pair, 0) + cost
         return cls(
             classes=build_class_table(accented_common, cjk_tiers, group_tiers, cyrillic_common),
             evidence=unpack_evidence(evidence),

@@ -51,20 +51,25 @@ def group_of(cp: int) -> int:
     return GROUPS.index("symbol")
 
 
-def transition_groups(
-    classes: dict[str, int], cjk: range, scripts: bytes, latin: int, alphabet: int
+def transition_groups(  # noqa: PLR0917 - the class numbers live in the model's module
+    classes: dict[str, int],
+    lowers: range,
+    cjk: range,
+    scripts: bytes,
+    latin: int,
+    alphabet: int,
 ) -> dict[str, tuple[tuple[int, int], ...]]:
     """Each named transition with the (previous, current) class pairs it charges.
 
     Args:
-        classes: the class numbers by name (``space``, ``lower``, ``upper``, ``digit``,
-            ``punct``).
+        classes: the class numbers by name (``space``, ``upper``, ``digit``, ``punct``).
+        lowers: the classes of the lower-case letters (one per letter).
         cjk: the CJK classes (a space before any of them is a token of its own).
         scripts: the letter script of every class, the START class last.
         latin: the script number of Latin letters.
         alphabet: the script number of the two-byte alphabets (Cyrillic, Greek).
     """
-    space, lower, upper = classes["space"], classes["lower"], classes["upper"]
+    space, upper = classes["space"], classes["upper"]
     digit, punct = classes["digit"], classes["punct"]
     n = len(scripts) - 1  # classes; the last entry is START's
 
@@ -79,14 +84,14 @@ def transition_groups(
         )
 
     return {
-        "lower->upper": ((lower, upper),),  # camelCase and base64 cut at a case change
-        "digit->letter": ((digit, lower), (digit, upper)),
+        "lower->upper": tuple((lower, upper) for lower in lowers),  # camelCase, base64
+        "digit->letter": (*((digit, lower) for lower in lowers), (digit, upper)),
         "upper->digit": ((upper, digit),),  # rare outside base64, a costly cut there
         "space->digit": ((space, digit),),  # cl100k never joins a space to a number
         "space->punct": ((space, punct),),
         "punct->space": ((punct, space),),
         "punct->digit": ((punct, digit),),
-        "punct->lower": ((punct, lower),),
+        "punct->lower": tuple((punct, lower) for lower in lowers),
         "punct->upper": ((punct, upper),),
         "space->cjk": tuple((space, c) for c in cjk),  # the space before CJK is a token
         "latin word": word(latin),

@@ -176,7 +176,7 @@ def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter = count
         short = truncate_to_tokens(text, 9)
         assert count_tokens(short) <= 9
         print(short)
-        # Refunds take 5 days. They…
+        # Refunds take 5 days.…
         ```
     """
     if max_tokens < 0:
