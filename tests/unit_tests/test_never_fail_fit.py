@@ -178,7 +178,7 @@ def test_a_first_turn_that_fits_at_4k_is_sent_whole(summaries: str, language: st
 
 def test_a_system_prompt_at_90_percent_of_the_window_is_served(summaries: str) -> None:
     provider = Provider(window=8_000)
-    system = bulky(7_300, "rule")
+    system = bulky(7_600, "rule")
     assert 0.88 * 8_000 <= count_tokens(system) <= 0.92 * 8_000
     run = build(provider, summaries, system_prompt=system)
     play(run, [turn(1, filler=0), turn(2, filler=0)])
