@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
     from langchain_core.messages import BaseMessage
 
+__all__ = ["KnownMessages"]
+
 _EXTRA = operator.attrgetter("__pydantic_extra__")
 _CALL = operator.call  # a weak reference's referent, or None once it is gone
 _Came = tuple["weakref.ref[BaseMessage]", ...]
