@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_contextkit.compaction import _cold_fold, extractive
 from langchain_contextkit.compaction._cold_fold import fold_recap
 from langchain_contextkit.compaction.extractive import _score, _score_bound
+from langchain_contextkit.compaction.facts import has_identifier
 from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer, render_transcript
 
 if TYPE_CHECKING:
@@ -170,3 +171,10 @@ def test_a_long_span_scores_few_sentences(monkeypatch: pytest.MonkeyPatch) -> No
     fold_recap(ExtractiveSummarizer(max_tokens=300), messages)
     users = sum(isinstance(m, HumanMessage) for m in messages)
     assert 0 < counted[0] <= users  # not every user sentence, nor any tool's
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="aZk9_-./#:@` \u00b2\u4e00Ab", max_size=16))
+def test_the_name_hint_is_found_wherever_a_name_is(text: str) -> None:
+    if has_identifier(text):
+        assert extractive._NAME_HINT.search(text) is not None
