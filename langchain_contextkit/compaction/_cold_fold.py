@@ -11,6 +11,7 @@ the cap, every message is read and the result is the extractive summariser's own
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from langchain_contextkit.compaction.extractive import (
     _parsed,
     _score_bound,
     _scored,
+    _tight_bound,
     previous_sentences,
 )
 from langchain_contextkit.compaction.facts import is_decided, is_markup_line, split_sentences
@@ -54,11 +56,15 @@ _TOOL_BOUND = 6
 def _bound(message: BaseMessage) -> int:
     """The best score any sentence of `message` can reach: read the best ones first.
 
-    Without a search but one: the user's statements may reach the most, and an
-    assistant's only where it states a decision (`extractive._score_bound`).
+    The user's statements may reach the most, and an assistant's only where it states
+    a decision (`extractive._score_bound`).
     """
     if message.type == "tool":
         return _TOOL_BOUND  # a tool's output is long: not even searched unless needed
+    # The quick searches only (digits): the costly ones run when the message's turn comes.
+    quick = _closer_bound(message, _STATED_BOUND + 1)
+    if quick is not None:
+        return min(quick, _STATED_BOUND)
     if message.type == "human":
         return _STATED_BOUND
     if message.type != "ai":
@@ -96,14 +102,15 @@ def fold_recap(
     unscored: defaultdict[int, list[_Parsed]] = defaultdict(list)  # bound -> sentences
     while unread or unscored:
         level = max(unread.keys() | unscored.keys())
-        for index in unread.pop(level, ()):
-            at = (index + 1) * _SLOTS
-            for offset, (label, section, sentence) in enumerate(_read(messages[index], prompts)):
-                bound = min(level, _score_bound(sentence, label))
-                unscored[bound].append((at + offset, label, section, sentence))
-        # What was just read may hold sentences of this level: score them in this round.
+        _read_level(messages, unread, unscored, level, prompts)
+        # What was just read may hold sentences of this level: score them in this round,
+        # those whose closer bound still reaches it; the others wait at that bound.
         for position, label, section, sentence in unscored.pop(level, ()):
-            scored.append(_scored(position, label, section, sentence))
+            closer = _tight_bound(sentence, label, level)
+            if closer < level:
+                unscored[closer].append((position, label, section, sentence))
+            else:
+                scored.append(_scored(position, label, section, sentence))
         if level in unscored or level in unread:
             continue
         rest = unread.keys() | unscored.keys()
@@ -111,7 +118,34 @@ def fold_recap(
             chosen = _full_choice(summarizer, scored, max(rest))
             if chosen is not None:
                 return summarizer._within_cap(chosen)[1], FIDELITIES[-1]  # noqa: SLF001 - its own rule
+    # Read in order of bounds: in the transcript's order again, a near-duplicate is merged
+    # into its first occurrence, as the summariser merges it.
+    scored.sort(key=_POSITION)
     return summarizer._fitted(scored)  # noqa: SLF001 - everything read: the summariser's own
+
+
+def _read_level(
+    messages: Sequence[BaseMessage],
+    unread: defaultdict[int, list[int]],
+    unscored: defaultdict[int, list[_Parsed]],
+    level: int,
+    prompts: PromptRegistry,
+) -> None:
+    """Read the messages waiting at `level` into `unscored`, by each sentence's quick bound.
+
+    A message whose closer bound (its whole text searched once per family of facts)
+    falls below `level` waits there instead, unread.
+    """
+    for index in unread.pop(level, ()):
+        message = messages[index]
+        closer = _closer_bound(message, level)
+        if closer is not None and closer < level:
+            unread[closer].append(index)
+            continue
+        at = (index + 1) * _SLOTS
+        for offset, (label, section, sentence) in enumerate(_read(message, prompts)):
+            bound = min(level, _score_bound(sentence, label))
+            unscored[bound].append((at + offset, label, section, sentence))
 
 
 def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
@@ -121,11 +155,9 @@ def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
     line and indented further lines (`render_transcript`): the same speaker throughout,
     under no section. Its sentences are read without rendering and parsing it.
     """
-    label = _PLAIN_LABELS.get(message.type)
-    text = str(message.text)
-    calls = getattr(message, "tool_calls", None) or getattr(message, "invalid_tool_calls", None)
+    label, text = _plain(message)
     lines = text.split("\n")
-    if label is None or calls or text.splitlines() != lines:
+    if label is None or text.splitlines() != lines:
         return _parsed(render_transcript([message]), prompts)  # other line breaks, calls
     lines[0] = lines[0].lstrip()  # what the speaker pattern leaves after "Role: "
     return (
@@ -136,10 +168,40 @@ def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
     )
 
 
+def _plain(message: BaseMessage) -> tuple[str | None, str]:
+    """The speaker of a user's or assistant's message without tool calls (else None), its text."""
+    fields = vars(message)  # pydantic keeps fields here; getattr of a missing one is slow
+    label = _PLAIN_LABELS.get(fields["type"])
+    if fields.get("tool_calls") or fields.get("invalid_tool_calls"):
+        label = None
+    content = fields["content"]
+    return label, content if isinstance(content, str) else str(message.text)
+
+
+def _closer_bound(message: BaseMessage, level: int) -> int | None:
+    """At least the score of every sentence `_read` finds in `message`, as far as `level`.
+
+    Each family of facts is searched once in the whole text (`extractive._tight_bound`):
+    a sentence is a piece of it between spaces or after CJK punctuation, so what a search
+    finds in a sentence it finds in the whole text (whitespace collapsed, as a sentence's
+    is). Not for a message read through its transcript (calls, other line breaks), nor
+    one with markup (stripping the whole text is not stripping each sentence): None.
+    """
+    label, text = _plain(message)
+    if label is None or _MARKUP_START.search(text) is not None:
+        return None
+    if text.splitlines() != text.split("\n"):
+        return None
+    return _tight_bound(" ".join(text.split()), label, level)
+
+
 _PLAIN_LABELS = {"human": "User", "ai": "Assistant"}
 _Sentence = tuple[str, "RecapSection | None", str]
 _Parsed = tuple[int, str, "RecapSection | None", str]
 """A sentence read but not scored: position, speaker, section, text."""
+
+
+_POSITION = operator.attrgetter("position")
 
 
 def _full_choice(
@@ -152,6 +214,7 @@ def _full_choice(
     `below` at most.
     """
     lowest = FIDELITIES[-1]
+    scored.sort(key=_POSITION)  # near-duplicates merge into their first occurrence
     pool = [s for s in _merged(scored) if s.score > below and _eligible(s, lowest)]
     chosen, complete = summarizer._select(pool)  # noqa: SLF001 - its own rule
     return None if complete else chosen

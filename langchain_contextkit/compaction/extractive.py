@@ -451,6 +451,60 @@ def _score_bound(sentence: str, label: str) -> int:
 
 _MARKUP_OR_DIGIT = re.compile(r"[\\<&]|\d")
 """One search for the two things that lift a sentence's bound most (`_MARKUP_START`)."""
+
+
+def _tight_bound(sentence: str, label: str, level: int) -> int:
+    """At least `_score(sentence, label)`, nearer to it than `_score_bound`, as far as `level`.
+
+    What each family of facts may add is bounded on its own, on the text without its
+    markup (what the score reads): a number of more than two characters 3, else a digit
+    1; a decision 2; a name 2 when the text may have a digit, else 1. The costlier
+    searches (an assistant's decision, decisions, names) run only while they decide
+    whether the bound falls below `level`: the result is the bound when it does, else
+    some value >= `level`.
+    """
+    clean = strip_markup(sentence) if _MARKUP_START.search(sentence) else sentence
+    digit = _DIGIT.search(clean) is not None
+    numbers = (3 if _LONG_NUMBER.search(clean) else 1) if digit else 0
+    name = 2 if digit or not clean.isascii() else 1  # a name's digit may not be `\d` (²)
+    decision: int | None = None  # unknown yet: 0 or `_DECISION_WEIGHT`
+    named: int | None = None  # unknown yet: 0 or `name`
+    decided: bool | None = None  # unknown yet (an assistant's decision)
+    while True:
+        facts = numbers + (_DECISION_WEIGHT if decision is None else decision)
+        high = _bound_of(facts + (name if named is None else named), label, decided=decided)
+        if high < level:
+            return high
+        low = _bound_of(numbers + (decision or 0) + (named or 0), label, decided=bool(decided))
+        if low >= level:
+            return low
+        if label == "Assistant" and decided is None:
+            decided = is_decided(clean)  # worth the most: searched first
+        elif decision is None:
+            decision = _DECISION_WEIGHT if has_decision(clean) else 0
+        elif named is None:
+            named = name if _NAME_HINT.search(clean) else 0
+        else:
+            return high  # everything known: the two are one
+
+
+def _bound_of(facts: int, label: str, *, decided: bool | None) -> int:
+    """`_score`'s shape for facts that weigh at most `facts` (`decided` None: may be)."""
+    if label == "User":
+        return facts + _STATED_WEIGHT if facts else 1
+    if label == "Assistant" and decided is not False:
+        return facts + _STATED_WEIGHT
+    return max(0, facts - 1) if label.startswith("Tool") else facts
+
+
+_DIGIT = re.compile(r"\d")
+_NAME_HINT = re.compile(r"\w[_\-./#:@]+\w|[A-Za-z]\d|[a-z][A-Z]|[A-Z][A-Z]|`")
+"""Found in every text where `facts.has_identifier` finds a name, at a third of its cost
+(no backtracking): a word character, separators and a word character (a path, snake_case,
+an id); a letter and a digit; camelCase; two capitals; a code span's backtick."""
+_LONG_NUMBER = re.compile(r"[$€£¥]\d|\d[\d.,:/\-]\d|\d\d%")
+"""Where `facts.fact_tokens` may find a number of more than two characters: every such
+number holds one of these."""
 _MAX_FACT_WEIGHT = 5
 _DECISION_WEIGHT = 2
 

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_contextkit.compaction import _cold_fold, extractive
 from langchain_contextkit.compaction._cold_fold import fold_recap
 from langchain_contextkit.compaction.extractive import _score, _score_bound
+from langchain_contextkit.compaction.facts import has_identifier
 from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer, render_transcript
 
 if TYPE_CHECKING:
@@ -113,3 +114,67 @@ def test_reading_a_plain_message_is_reading_its_transcript(lines: list[str], kin
     prompts = ExtractiveSummarizer().prompts
     expected = list(extractive._parsed(render_transcript([message]), prompts))
     assert list(_cold_fold._read(message, prompts)) == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from([*WORDS, "x²_y", "thus", "opted", "API", "e.g", "100%"]), max_size=14),
+    st.sampled_from(["User", "Assistant", "Tool", "Tool (lookup)", "System", "Note"]),
+    st.integers(min_value=0, max_value=13),
+)
+def test_the_closer_bound_is_never_below_the_score_and_decides_the_level(
+    words: list[str], label: str, level: int
+) -> None:
+    sentence = " ".join(words)
+    closer = extractive._tight_bound(sentence, label, level)
+    score = _score(sentence, label)
+    # Below the level: a bound of the score; else it says "at least the level" only.
+    assert closer >= score if closer < level else closer >= level
+    # At the score's own level, it never claims less than the score.
+    assert extractive._tight_bound(sentence, label, score) >= score
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*LINES, "We opted for db-7 because it will ship.", "thus  so we"]),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from(["human", "ai"]),
+    st.integers(min_value=0, max_value=13),
+)
+def test_a_messages_closer_bound_covers_every_sentence_it_holds(
+    lines: list[str], kind: str, level: int
+) -> None:
+    text = "\n".join(lines)
+    message = HumanMessage(text) if kind == "human" else AIMessage(text)
+    closer = _cold_fold._closer_bound(message, level)
+    if closer is None:
+        return  # markup or other line breaks: read as before
+    prompts = ExtractiveSummarizer().prompts
+    best = max((_score(s, label) for label, _, s in _cold_fold._read(message, prompts)), default=0)
+    assert closer >= best if closer < level else closer >= level
+
+
+def test_a_long_span_scores_few_sentences(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the sentences whose closer bound reaches the chosen lines are scored."""
+    messages = _thread(300)
+    counted = [0]
+    scored = extractive._scored
+
+    def spy(position: int, label: str, section: object, sentence: str) -> object:
+        counted[0] += 1
+        return scored(position, label, section, sentence)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_cold_fold, "_scored", spy)
+    fold_recap(ExtractiveSummarizer(max_tokens=300), messages)
+    users = sum(isinstance(m, HumanMessage) for m in messages)
+    assert 0 < counted[0] <= users  # not every user sentence, nor any tool's
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="aZk9_-./#:@` \u00b2\u4e00Ab", max_size=16))
+def test_the_name_hint_is_found_wherever_a_name_is(text: str) -> None:
+    if has_identifier(text):
+        assert extractive._NAME_HINT.search(text) is not None
