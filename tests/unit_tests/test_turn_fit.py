@@ -300,9 +300,14 @@ def test_without_a_store_nothing_under_the_window_is_offloaded(summaries: str) -
     assert model.requests[-1][-1].content == big
 
 
+def _about(tokens: float, phrase: str) -> str:
+    """`phrase` repeated to about `tokens` tokens (by `count_tokens`)."""
+    return phrase * round(tokens / count_tokens(phrase * 100) * 100)
+
+
 @pytest.mark.parametrize("summaries", SUMMARIES)
 def test_a_huge_system_prompt_lowers_the_reserve_to_its_floor(summaries: str) -> None:
-    system = "You follow the runbook exactly. " * 1_150  # ~91% of an 8k window
+    system = _about(0.91 * 8_192, "You follow the runbook exactly. ")
     agent, model, middleware = _agent(
         8_192, "ok", summaries=summaries, system_prompt=system, max_output=1_000
     )
