@@ -328,6 +328,15 @@ def test_count_each_equals_counting_one_by_one(batch: list[str]) -> None:
     assert count_each(batch) == [count_tokens(t) for t in batch]
 
 
+@given(batch=st.lists(st.text(max_size=120), max_size=30))
+@settings(max_examples=200, deadline=None)
+def test_short_texts_counted_in_the_batch_match_the_loop(batch: list[str]) -> None:
+    counting._SHORT_COUNTS.clear()
+    expected = [counting._count_short(t) for t in batch]
+    assert counting.count_texts_tokens(batch) == expected
+    assert counting.count_texts_tokens(batch) == expected  # again, from the memo
+
+
 def test_count_each_long_texts_and_batch_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
     batch = ["word " * 30, "x" * 50, "你好" * 10, "", "A" * 40 + "b" * 40, "12345" * 9]
     expected = [count_tokens(t) for t in batch]
