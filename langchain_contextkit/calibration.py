@@ -294,7 +294,7 @@ class Calibration:
 
     def for_model(self, model: object) -> Calibration:
         """This calibration applied to calls to `model` (its stated window, if any)."""
-        return replace(self, model=model_key(model))
+        return self._line_to(replace(self, model=model_key(model)))
 
     def cautious(self) -> Calibration:
         """This calibration sized by the largest excess of a recent call over its line.
@@ -303,7 +303,12 @@ class Calibration:
         falls back to another request): it keeps free the worst error recent calls
         showed, not their usual scatter.
         """
-        return replace(self, cautious_margin=True)
+        return self._line_to(replace(self, cautious_margin=True))
+
+    def _line_to(self, changed: Calibration) -> Calibration:
+        """`changed` (this calibration with the same observations) given the fitted line."""
+        object.__setattr__(changed, "_fitted", self._fitted)  # a cache: not fitted again
+        return changed
 
     def real(self, estimated: int) -> int:
         """`estimated` tokens in the provider's tokens: the fitted line's value."""

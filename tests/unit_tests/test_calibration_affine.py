@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.exceptions import ContextOverflowError
@@ -252,3 +253,30 @@ def test_context_node_learns_the_same_overhead() -> None:
     calibration = Calibration.from_state(state["contextkit_calibration"])
     assert calibration.calls == 1  # the node learns the first call's usage at the second
     assert calibration.real(100) == pytest.approx(100 + 350, abs=40)
+
+
+@given(
+    pairs=st.lists(
+        st.tuples(st.integers(1, 200_000), st.integers(1, 400_000)), min_size=1, max_size=14
+    )
+)
+@settings(max_examples=100, deadline=None)
+def test_the_line_kept_once_fitted_is_the_line_fitted_afresh(pairs: list[tuple[int, int]]) -> None:
+    kept = Calibration()
+    for estimated, reported in pairs:
+        kept = kept.observe(estimated, reported)
+    assert kept.ratio > 0  # fitted and kept on this instance
+    derived = kept.for_model("gpt-x").cautious()
+    fresh = Calibration(
+        observations=kept.observations,
+        calls=kept.calls,
+        model=model_key("gpt-x"),
+        cautious_margin=True,
+    )
+    assert derived == fresh
+    assert (derived.ratio, derived.overhead, derived.margin) == (
+        fresh.ratio,
+        fresh.overhead,
+        fresh.margin,
+    )
+    assert derived.estimated(50_000) == fresh.estimated(50_000)
