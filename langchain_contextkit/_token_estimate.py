@@ -81,7 +81,7 @@ PAIRED_LETTERS = (*LOWER_LETTERS, ACCENTED, ACCENTED_RARE, LATIN_EXT)
 # Every other character, by script group (`_token_groups.GROUPS`), then by its tier: a
 # character costs its group's rate times its tier, since scripts these vocabularies hardly
 # merge (Thai, Devanagari, Georgian in cl100k) cost about what their characters cost alone.
-LETTER_GROUPS = GROUPS[:6]
+LETTER_GROUPS = GROUPS[: GROUPS.index("letters") + 1]
 TIERS = 4
 GROUP_BASE = LOWER + 26
 N_CLASSES = GROUP_BASE + len(GROUPS) * TIERS
@@ -296,13 +296,14 @@ GROUP_RATE: dict[str, int] = {
     "hebrew": 968,
     "armenian": 949,
     "indic": 998,
+    "sinhala": 1041,
     "sea": 1002,
     "letters": 1042,
     "mark": 320,
     "symbol": 1011,
 }
 """Milli-tokens per token a group's character costs alone."""
-GROUP_WORD: dict[str, int] = {"hebrew": 179, "armenian": 1584}
+GROUP_WORD: dict[str, int] = {"hebrew": 179, "armenian": 1584, "sinhala": 473}
 LETTER_PAIR_WEIGHT = 2532
 """Milli-tokens of a certain cut between two letters (a pair's share of cuts above
 `LETTER_PAIR_FLOOR`, times this)."""
