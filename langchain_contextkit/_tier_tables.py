@@ -177,18 +177,18 @@ GROUP_TIERS = (
 )
 
 LETTER_PAIRS = (
-    "eNoVjVtPIlcAgJMui3KRRYogMiig3LygIugKKldhGM7MOTPnzJkbwyC3aatWd5c2rkmzm27abV/60KQvTR/71n/RpP+r"
-    "+iVf8r19/aVFF37trWwchF4uOHiP4VhwrIdy+8lN6ycQFyQpqFvi6b4YvGkn/5VfH+M1STGyj9fqLF5OXwa6trM58MUa"
-    "dffIThB3yaBClxBLK1+gjIdNCBnJ2zLvtvfEy2qvqep8nT7Mp/FcyF2I5Tt3assbdvDZ0hcvnZSLuWKDq09grXpeSrp5"
-    "tCryUbEWkHqJ2WZbkLp1GUNQQaPHJfls90i7O+XLKVPPokJDo7JwYPXl6MRgvZ90xAypxavrt4QbhBsjU6TSff8PZsm1"
-    "6A8sXYJSzul74Qo2Xy04tdDUI0fxxw8nHdgu61TkOV6AykWHI1W9pE6xIs9lUJ1N2U11vXxGqQE7bWzZSvFcZBVE3g1J"
-    "6cr2eY/lt8xjn3mcedcULR2L45vE6u9/De3wRC4EMaIVCZ9uoegG3y+SHo+5ivJgj3dmERezs9hqGumqdpg90q/DzsMy"
-    "FQv04zsSX/MHxkf+ekWJBtwvooziCPpdjH+/dqU+WHu3/DfhXj67Lf69QmiYwcu7rw4hFgrGUAEQQCTKmgIJrRCJ8D22"
-    "21uRu0iWAQBFhUku1CLa1ngvfZgPYD0TWK3kh0Lk9uf35pmZ6vn0VrggF1vsdSbfPvA5UjTBnvz4K4ZFWG+u1GRnyjQN"
-    "a7S1S77c3mhYDZTk/nlvZiLpWGiZASl05g24h8vU4/IMeDHHnWs/mBmL7XqkS6EgICr2jwUVoq4BRV7E3071HJjvlMX7"
-    "1AYU2d5xWhEvzqFJL7gapRCA/wrowP6q36Dfd9ch3tcxDPWVYa/0p8wjfcL+os0N3RqNaiebLUYlkQ7pvyEsemspY5sK"
-    "Rc3mi5S//w5OVTK97fRmOqjVfxMAMqg0IzOFXN8Leq0wx1qNpZM6eKNyA/C1aJg3giB8xuMPI4ggP5InU/T0k2+mNgQU"
-    "PFN/UhsD87nxk9xz/A/Iq+KZ"
+    "eNoVjVtPIlcAgJMui3KRRYogMiCgCHhBRdAVVK7CMJyZc2bOmTM3hkFu01at7i5tXJNmN9202770oUlfmj72rf+iSf9X"
+    "9Uu+5Hv7+kuLLvzaW1k/CL1ccPAew7HgiIdy+6kN6yeQECQpqFvi6b4YvGmn/pVfH+M1STGyj9fqLFHeugx0bWdz4Is1"
+    "6u6RnSTukkGFLiGWVr5AGQ+bFDKSt2Xebe+Jl9VeU9X5On2YTxO5kLsQy3fu1JY37OCzpS9eOikXc8UGV5/AWvW8lHLz"
+    "aFXko2ItIPWSs422IHXrMoaggkaPS/LZ7pF2d8qX06aeRYWGRmXhwOrL0YnBej/piBlSi1fjt4QbhBsjU6TSff8PZsm1"
+    "6A8sXYJSzul74Qo2Xy04tdDUI0fxxw8nHdgu61TkOV6AykWHI1W9pE6xIs9lUJ1N2Q01Xj6j1ICdNrZspXgusgoi74ak"
+    "dGX7vMfyW+axzzzOvGuKthVL4Jvk6u9/De3wRC4EMaIVCZ9uoug63y+SHo+5ivJgj3dmERezs9hqGltV7TB7pF+HnYdl"
+    "Khbox3ckseYPjI/89YoSDbhfRBnFEfS7GP9+7Up9sPZu+W/CvXx2W/x7hdAwg5d3Xx1CLBSMoQIggEiUNQUSWiES4Xts"
+    "t7cid5EsAwCKCpNaqEW0zfFe/DAfwHomsFrJD4XI7c/vzTMz3fPprXBBLrbY60y+feBzpGmSPfnxVwyLsN5cqcnOtGka"
+    "1mhzl3y5vd6wGijF/fPezES2YqFlBqTRmTfgHi5Tj8sz4MUcd679YGYstuuRLoWCgKjYPxZUiLoGFHkRfzvVc2C+Uxbv"
+    "0+tQZHvHcUW8OIcmveBqlEIA/iugA/urfoN+341DvK9jGOorw17pT5lH+oT9RZsbujUa1U42WoxKIh3Sf0NY9NZSxjYV"
+    "iprNFyl//x2cqmR62+nNdFCr/yYAZFBpRmYKub4X9FphjrUaSyd18EblBuBr0TBvBEH4jMcfRhBBfiRPpujpJ99MbQgo"
+    "eKb+pDYG5nPjJ7nn+B+4O+KJ"
 )
 """zlib + base64 of the letter pairs' cut shares (`_token_estimate._LETTER_PAIRS`)."""
 

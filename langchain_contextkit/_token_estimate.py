@@ -165,7 +165,7 @@ _LETTER_PAIRS = LETTER_PAIRS
 """zlib + base64 of one byte per pair of `PAIRED_LETTERS` (previous, then current): how
 often cl100k or o200k (the dearer) cuts a word between the two, in 1/255, every category
 of text weighted alike."""
-LETTER_PAIR_FLOOR = 38
+LETTER_PAIR_FLOOR = 30
 """Cut shares (1/255) up to this are free: the stride rates price a word's usual cuts."""
 
 _EVIDENCE_END = 0x800
@@ -179,41 +179,41 @@ THRESHOLD = 16
 
 # Milli-tokens: the fitted weights (bench/fit_token_weights.py).
 CHAR_RATE: dict[int, int] = {
-    NEWLINE: 172,
-    OTHER_SPACE: 121,
+    NEWLINE: 170,
+    OTHER_SPACE: 122,
     DIGIT: 248,
-    PUNCT: 138,
+    PUNCT: 131,
     ACCENTED: 442,
     ACCENTED_RARE: 775,
-    GREEK: 568,
-    HAN1: 763,
-    HAN2: 2529,
-    HAN3: 2980,
-    KANA1: 915,
-    KANA2: 754,
+    GREEK: 567,
+    HAN1: 766,
+    HAN2: 2538,
+    HAN3: 2988,
+    KANA1: 920,
+    KANA2: 709,
     HANGUL1: 575,
-    HANGUL2: 1809,
-    HANGUL3: 2170,
+    HANGUL2: 1821,
+    HANGUL3: 2147,
     CJK_PUNCT1: 450,
     CJK_PUNCT2: 2100,
     LATIN_EXT: 94,
-    CYRILLIC_RARE: 3168,
-    CYRILLIC_UPPER: 390,
+    CYRILLIC_RARE: 3167,
+    CYRILLIC_UPPER: 389,
 }
-RUN_START: dict[int, int] = {NEWLINE: 988, DIGIT: 600, CJK_PUNCT1: 36}
+RUN_START: dict[int, int] = {NEWLINE: 969, DIGIT: 625, CJK_PUNCT1: 36}
 TRANSITION_WEIGHT: dict[str, int] = {
-    "lower->upper": 1263,
+    "lower->upper": 1286,
     "digit->letter": 51,
-    "upper->digit": 2073,
+    "upper->digit": 2072,
     "space->digit": 1000,
     "space->punct": 498,
-    "punct->space": 219,
-    "punct->digit": 967,
+    "punct->space": 245,
+    "punct->digit": 932,
     "punct->lower": 142,
-    "punct->upper": 598,
-    "space->cjk": 790,
-    "latin word": 919,
-    "alphabet word": 1809,
+    "punct->upper": 655,
+    "space->cjk": 792,
+    "latin word": 874,
+    "alphabet word": 1810,
 }
 """Milli-tokens of each named transition (`_token_groups.transition_groups`)."""
 TRANSITION_GROUPS = transition_groups(
@@ -239,11 +239,11 @@ def sum_transitions(weights: dict[str, int]) -> dict[tuple[int, int], int]:
 TRANSITION = sum_transitions(TRANSITION_WEIGHT)
 LETTER_RATE: tuple[int, ...] = (
     0,
-    40,
+    43,
     0,
     0,
     0,
-    90,
+    34,
     0,
     0,
     0,
@@ -251,23 +251,23 @@ LETTER_RATE: tuple[int, ...] = (
     0,
     0,
     137,
-    63,
+    50,
     138,
     596,
     0,
     0,
     0,
-    92,
+    94,
     0,
     0,
     0,
     243,
     1389,
     0,
-    2365,
+    2146,
     0,
     0,
-    326,
+    329,
     0,
     0,
     79,
@@ -277,19 +277,19 @@ LETTER_RATE: tuple[int, ...] = (
 )
 """By script, regime and stride (see N_LETTER_RATES)."""
 GROUP_RATE: dict[str, int] = {
-    "arabic": 914,
-    "hebrew": 967,
-    "armenian": 950,
-    "indic": 987,
-    "sinhala": 1041,
-    "sea": 1002,
-    "letters": 1042,
+    "arabic": 916,
+    "hebrew": 965,
+    "armenian": 947,
+    "indic": 988,
+    "sinhala": 1044,
+    "sea": 1003,
+    "letters": 1043,
     "mark": 320,
-    "symbol": 1012,
+    "symbol": 1017,
 }
 """Milli-tokens per token a group's character costs alone."""
-GROUP_WORD: dict[str, int] = {"hebrew": 189, "armenian": 1573, "sinhala": 477}
-LETTER_PAIR_WEIGHT = 2534
+GROUP_WORD: dict[str, int] = {"hebrew": 218, "armenian": 1617, "sinhala": 460}
+LETTER_PAIR_WEIGHT = 2253
 """Milli-tokens of a certain cut between two letters (a pair's share of cuts above
 `LETTER_PAIR_FLOOR`, times this)."""
 """Milli-tokens where a word of a letter group starts."""
