@@ -336,8 +336,12 @@ def _two_byte_class(cp: int, common: frozenset[str], cyrillic: frozenset[str]) -
         return GREEK
     if cp >= _OWN_GROUP_FROM:
         return CYRILLIC  # Armenian, Hebrew, Arabic, ...: `build_class_table` groups them
+    return _cyrillic_class(ch, cyrillic)
+
+
+def _cyrillic_class(ch: str, cyrillic: frozenset[str]) -> int:
     if ch.lower() not in cyrillic:
-        return CYRILLIC_RARE
+        return CYRILLIC_RARE  # both cases: hardly any token holds the letter
     return CYRILLIC_UPPER if ch.isupper() else CYRILLIC
 
 
