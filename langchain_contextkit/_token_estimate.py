@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from langchain_contextkit._tier_tables import LETTER_PAIRS
+from langchain_contextkit._tier_tables import CJK_TIERS, LETTER_PAIRS
 from langchain_contextkit._token_groups import GROUPS, transition_groups
 
 __all__ = ["TABLES", "Tables"]
@@ -71,7 +71,10 @@ LATIN_EXT = 21
 CYRILLIC_RARE = 22
 """Cyrillic letters that hardly any cl100k token contains (Kazakh ``қ``, Belarusian ``ў``,
 Serbian ``ј``): a word cuts around them, where Russian letters merge."""
-LOWER = 23
+CYRILLIC_UPPER = 23
+"""Capitals of CYRILLIC: cl100k holds few tokens that start with one, so an upper-case word
+(``ПАРАМЕТР``) or a capitalised one (``Плян``) cuts at its capitals."""
+LOWER = 24
 """The first of 26 classes, one per lower-case ASCII letter (``a`` to ``z``): the pair
 costs price each pair of letters by how often the tokenizers cut a word between them
 (`LETTER_PAIR_WEIGHT`), at no cost to speed, since every character pair is looked up anyway."""
@@ -81,7 +84,7 @@ PAIRED_LETTERS = (*LOWER_LETTERS, ACCENTED, ACCENTED_RARE, LATIN_EXT)
 # Every other character, by script group (`_token_groups.GROUPS`), then by its tier: a
 # character costs its group's rate times its tier, since scripts these vocabularies hardly
 # merge (Thai, Devanagari, Georgian in cl100k) cost about what their characters cost alone.
-LETTER_GROUPS = GROUPS[:6]
+LETTER_GROUPS = GROUPS[: GROUPS.index("letters") + 1]
 TIERS = 4
 GROUP_BASE = LOWER + 26
 N_CLASSES = GROUP_BASE + len(GROUPS) * TIERS
@@ -91,7 +94,7 @@ CLASS_NAMES = (
     *("space", "newline", "other_space", "upper", "digit", "punct"),
     *("accented", "accented_rare", "cyrillic", "greek", "other"),
     *("han1", "han2", "han3", "kana1", "kana2", "hangul1", "hangul2", "hangul3"),
-    *("cjk_punct1", "cjk_punct2", "latin_ext", "cyrillic_rare"),
+    *("cjk_punct1", "cjk_punct2", "latin_ext", "cyrillic_rare", "cyrillic_upper"),
     *(f"lower_{chr(ord('a') + i)}" for i in range(26)),
     *(f"{group}{tier}" for group in GROUPS for tier in range(1, TIERS + 1)),
 )
@@ -117,7 +120,7 @@ SCRIPT_OF_CLASS = bytes(
     LATIN
     if c in {*LOWER_LETTERS, UPPER, ACCENTED, ACCENTED_RARE, LATIN_EXT}
     else ALPHABET
-    if c in {CYRILLIC, CYRILLIC_RARE, GREEK}
+    if c in {CYRILLIC, CYRILLIC_RARE, CYRILLIC_UPPER, GREEK}
     else SPACES
     if c == SPACE
     else 0
@@ -148,28 +151,9 @@ _CJK_RANGES = (
     (0xFF00, 0xFFF0),
 )
 """Where `_CJK_TIERS` gives each character's tier; other CJK characters are tier 3."""
-_CJK_TIERS = (
-    "eNrFWUtu3DAMnQDx3gaGl8gpYmC4NwHqEJ2j9AjZtUAG1pyysizL+lGyk6IVWiS2JZF85KNI5V11l0kpVm7g7bUf"
-    "Lv3Qv14687Ib+dJ35n33+jpchwv03UX1Fxz74WUCBfw0QyVjecfwMgIiK0ZCtezQL59A4SYIbopBqSvw8mAkoDLT"
-    "gYwuHRDZSbdAMUXmLbtnsP/Mf4pFL+s2CeEnTn5aHe3Q+vP5fDzXPWMbwgHbUqPCsJgzqkml0v3oVi2sGYOBINPH"
-    "DYBpVymeQes23vhll8Ebv1kJ2z4GY6IFP4OlhVTxO604X7c9VvOtPDImzaF9FOpRGhjjU/D5/VkZH/43L1aH350d"
-    "6LQYlTfVhJARzpm8t2eyHkNlo6CIFkNsVWHY6VcDOeLiw2S93YF+7qL1Kh9UKX4eMiS69ipap7XFhy1VNgnD8oAW"
-    "KKTEElogg01v8l7fn6nA2X3cjSZa0lnvv34k/jNSx1WVLkd0x++2ktdGJpaD7ebIHa4EZ6bVfSEO7D5cvoUu8KZC"
-    "5nOI+T+v/M/ZCeFCM/PTQZOPgpOtihhGMYRaIGeOiBUgIIGGO2KYBDfn/tSJf0qD3PxHGH8RDkhduLtNwuCXGg3I"
-    "48rkfYoQYIgCAZVAQFaT8+iNg+SzHQywzikkLSpIAc6mpv7iKh9y/D6qPN7H7y/yPzHHw9dNBQADTOIY2vHEGBVK"
-    "l+4PpXMgOWdBmqfKZ5kwl9Xx0Ua6PtLwi8//3xuFNyY/IjPwa/yPIWQVZl/hcCxEgi5+C4IAih7DHD8db6ZzK7L4"
-    "s5mLhtDh6PbLjL4fw99vK4UMLgmGVrNAjoe7SLjlyy9ZPorxFWCTZF1sRa3RnUY/w6a9UYk5D4scW3bhYK6LPS4Q"
-    "aj0/oHyWt/IXFGCNZ7/5+TcRf10OXPv+RzPbhaWyy11gssy1BlOSC7Fm71AqaI8nHCoYVuX/4ULZKY5HU2ctHwbM"
-    "OzL/DP+FtFNLem/H+W/10a3T8Fk9OwX+P9Yvn7l8rgYB1fmT2kqJl+nmWj4falzLFaX6q1n/F/fiJRcg2jLQtCqm"
-    "IRhMTy3GIKlzA15saksK8epGUMRP9G8xbO5i/KC6btKHhHST6nHz8GSn+Oa3VnhiIUmU+P+rzn/sKYufg0H9cYgv"
-    "MpT3YzWmzvsBEFKR68OpcliBsJjHIFYgvK/gfeN8jM3yIDqIa/x/ezbyIa3xTGu3og7UAxniaeRIEx+yP+d89izy"
-    "/5vl78lxvv8/e/6nwZvmplY0t/zF7ENOKgM4eKaY/YpT+9Plwv1HlP1rZUeDvPejHeP3+qEdCan/OcSPx4kWN5TP"
-    "KkXeO2BO9mjWP1w63ZiP1j9+geC4A/XPwftPXQbnnG/nSi3DlQN/qvQH3O4feMeV5bv10v1nNjO5gajXP3MTolah"
-    "n83nSjNgUGrlv3R5mv8y+XM9//0f/u8kIXeXV4olKruY2+fl3JYfxYKatk1b9x/frX/O9j9JSHHlQCkmf5mp5EOR"
-    "KxJWxvH+NDky03Yexf2P6wf8zpFX9NH8Ivr3rsRMG8v7W3//OBv+Z+5DFpTO1j/i3xOF+id16r/mf16/ZH//lMOU"
-    "z99/Hjr/Awn/uv85zf+Ehq3zv1xxslz/f/X+g9R0MaNT6eVYq9M33/8A3kk7wA=="
-)
-"""zlib + base64 of two bits per character of `_CJK_RANGES`: cl100k's tokens for it alone, 1-3."""
+_CJK_TIERS = CJK_TIERS
+"""zlib + base64 of two bits per character of `_CJK_RANGES`: cl100k's tokens for it alone, 1-3
+(`_tier_tables`)."""
 _EVIDENCE = (
     "eNpjYKAQsP75zcTwg+E7A5fAPxbGv//ZGf7+YuT4/eOHInHyFAIHB2MHKABxgCImDiAaKMzgYMlgREAebAJEEioN"
     "N9fICFUEJoHhADMzJK65OYS2toZYaGiIrFhHB0UnFuMHCxjUjqM+sGIYqeCAHTBJO9jD4puFjYmNjeE3I9M71q//"
@@ -181,7 +165,7 @@ _LETTER_PAIRS = LETTER_PAIRS
 """zlib + base64 of one byte per pair of `PAIRED_LETTERS` (previous, then current): how
 often cl100k or o200k (the dearer) cuts a word between the two, in 1/255, every category
 of text weighted alike."""
-LETTER_PAIR_FLOOR = 38
+LETTER_PAIR_FLOOR = 30
 """Cut shares (1/255) up to this are free: the stride rates price a word's usual cuts."""
 
 _EVIDENCE_END = 0x800
@@ -195,40 +179,41 @@ THRESHOLD = 16
 
 # Milli-tokens: the fitted weights (bench/fit_token_weights.py).
 CHAR_RATE: dict[int, int] = {
-    NEWLINE: 232,
-    OTHER_SPACE: 120,
-    DIGIT: 246,
-    PUNCT: 141,
+    NEWLINE: 170,
+    OTHER_SPACE: 122,
+    DIGIT: 248,
+    PUNCT: 131,
     ACCENTED: 442,
-    ACCENTED_RARE: 771,
-    GREEK: 562,
-    HAN1: 762,
-    HAN2: 2541,
-    HAN3: 2939,
-    KANA1: 911,
-    KANA2: 797,
-    HANGUL1: 572,
-    HANGUL2: 1815,
-    HANGUL3: 2143,
-    CJK_PUNCT1: 448,
+    ACCENTED_RARE: 775,
+    GREEK: 567,
+    HAN1: 766,
+    HAN2: 2538,
+    HAN3: 2988,
+    KANA1: 920,
+    KANA2: 709,
+    HANGUL1: 575,
+    HANGUL2: 1821,
+    HANGUL3: 2147,
+    CJK_PUNCT1: 450,
     CJK_PUNCT2: 2100,
-    LATIN_EXT: 95,
-    CYRILLIC_RARE: 3189,
+    LATIN_EXT: 94,
+    CYRILLIC_RARE: 3167,
+    CYRILLIC_UPPER: 389,
 }
-RUN_START: dict[int, int] = {NEWLINE: 959, DIGIT: 606}
+RUN_START: dict[int, int] = {NEWLINE: 969, DIGIT: 625, CJK_PUNCT1: 36}
 TRANSITION_WEIGHT: dict[str, int] = {
-    "lower->upper": 1264,
-    "digit->letter": 52,
-    "upper->digit": 2076,
+    "lower->upper": 1286,
+    "digit->letter": 51,
+    "upper->digit": 2072,
     "space->digit": 1000,
-    "space->punct": 477,
-    "punct->space": 216,
-    "punct->digit": 965,
-    "punct->lower": 139,
-    "punct->upper": 598,
-    "space->cjk": 785,
-    "latin word": 905,
-    "alphabet word": 1766,
+    "space->punct": 498,
+    "punct->space": 245,
+    "punct->digit": 932,
+    "punct->lower": 142,
+    "punct->upper": 655,
+    "space->cjk": 792,
+    "latin word": 874,
+    "alphabet word": 1810,
 }
 """Milli-tokens of each named transition (`_token_groups.transition_groups`)."""
 TRANSITION_GROUPS = transition_groups(
@@ -254,56 +239,57 @@ def sum_transitions(weights: dict[str, int]) -> dict[tuple[int, int], int]:
 TRANSITION = sum_transitions(TRANSITION_WEIGHT)
 LETTER_RATE: tuple[int, ...] = (
     0,
-    44,
+    43,
     0,
     0,
     0,
-    57,
+    34,
     0,
     0,
     0,
     0,
     0,
     0,
+    137,
+    50,
     138,
-    92,
-    106,
-    573,
+    596,
     0,
     0,
     0,
+    94,
     0,
     0,
     0,
-    655,
-    275,
-    1115,
+    243,
+    1389,
     0,
-    831,
-    0,
-    0,
-    441,
+    2146,
     0,
     0,
+    329,
     0,
     0,
+    79,
+    456,
     0,
     0,
 )
 """By script, regime and stride (see N_LETTER_RATES)."""
 GROUP_RATE: dict[str, int] = {
-    "arabic": 913,
-    "hebrew": 968,
-    "armenian": 949,
-    "indic": 998,
-    "sea": 1002,
-    "letters": 1042,
+    "arabic": 916,
+    "hebrew": 965,
+    "armenian": 947,
+    "indic": 988,
+    "sinhala": 1044,
+    "sea": 1003,
+    "letters": 1043,
     "mark": 320,
-    "symbol": 1011,
+    "symbol": 1017,
 }
 """Milli-tokens per token a group's character costs alone."""
-GROUP_WORD: dict[str, int] = {"hebrew": 179, "armenian": 1584}
-LETTER_PAIR_WEIGHT = 2532
+GROUP_WORD: dict[str, int] = {"hebrew": 218, "armenian": 1617, "sinhala": 460}
+LETTER_PAIR_WEIGHT = 2253
 """Milli-tokens of a certain cut between two letters (a pair's share of cuts above
 `LETTER_PAIR_FLOOR`, times this)."""
 """Milli-tokens where a word of a letter group starts."""
@@ -350,7 +336,13 @@ def _two_byte_class(cp: int, common: frozenset[str], cyrillic: frozenset[str]) -
         return GREEK
     if cp >= _OWN_GROUP_FROM:
         return CYRILLIC  # Armenian, Hebrew, Arabic, ...: `build_class_table` groups them
-    return CYRILLIC if ch.lower() in cyrillic else CYRILLIC_RARE
+    return _cyrillic_class(ch, cyrillic)
+
+
+def _cyrillic_class(ch: str, cyrillic: frozenset[str]) -> int:
+    if ch.lower() not in cyrillic:
+        return CYRILLIC_RARE  # both cases: hardly any token holds the letter
+    return CYRILLIC_UPPER if ch.isupper() else CYRILLIC
 
 
 def _ascii_class(ch: str) -> int:
