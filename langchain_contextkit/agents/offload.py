@@ -42,8 +42,8 @@ with tempfile.TemporaryDirectory() as root:
     print(pointer[:57])
     print(pointer[pointer.index("{") :].split(" |")[0])
 # 1 True True
-# [offloaded: 22156 of 23491 characters not shown (lines 13
-# {"command": "tail -n +13 .contextkit/tool_results/terminal-call_1-a8da9e908dfc298a.txt
+# [offloaded: 22214 of 23491 characters not shown (lines 12
+# {"command": "tail -n +12 .contextkit/tool_results/terminal-call_1-a8da9e908dfc298a.txt
 ```
 """
 

@@ -321,11 +321,11 @@ def ablate(
         )
         report = ablate(builder, [("When do you open?", "9:00")], "contains", model=model)
         print(report)
-        # ablation over 1 case(s): full context scores 1.000 at 25 tokens
+        # ablation over 1 case(s): full context scores 1.000 at 24 tokens
         # without                    score    drop  tokens saved
         # ------------------------------------------------------
-        # source:rag                 0.000  +1.000          15.0
-        # retrieval                  0.000  +1.000          15.0
+        # source:rag                 0.000  +1.000          14.0
+        # retrieval                  0.000  +1.000          14.0
         # most essential: source:rag (score drops by 1.000)
         ```
     """

@@ -178,8 +178,9 @@ def test_a_first_turn_that_fits_at_4k_is_sent_whole(summaries: str, language: st
 
 def test_a_system_prompt_at_90_percent_of_the_window_is_served(summaries: str) -> None:
     provider = Provider(window=8_000)
-    system = bulky(7_600, "rule")
-    assert 0.88 * 8_000 <= count_tokens(system) <= 0.92 * 8_000
+    # bulky sums its lines' counts: the whole text is sized by its own count.
+    sizes = (bulky(tokens, "rule") for tokens in range(7_000, 8_000, 50))
+    system = next(s for s in sizes if 0.89 * 8_000 <= count_tokens(s) <= 0.92 * 8_000)
     run = build(provider, summaries, system_prompt=system)
     play(run, [turn(1, filler=0), turn(2, filler=0)])
     assert_requests_fit_and_valid(run)
