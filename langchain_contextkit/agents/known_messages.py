@@ -11,9 +11,9 @@ once, field by field in C (one comparison of the messages' field dicts), and han
 the known objects in their place, so that the memos after it compare pointers. The
 copies themselves are remembered too, by weak reference: the run's next call (after a
 tool) passes the same copies again and is matched by pointers alone, and copies the run
-has let go of are not kept alive (freeing them stays with the framework). A copy
-that differs in any field (an edit, a message replaced by id) ends the adopted prefix:
-from there on the caller's own objects are used, as they came.
+has let go of are not kept alive (freeing them stays with the framework). A list whose
+known part differs in any field of any message (an edit, a message replaced by id) is
+not adopted: the caller's own objects are used, as they came.
 """
 
 from __future__ import annotations
