@@ -181,6 +181,39 @@ def derive_evidence(corpus: dict[str, list[str]], classes: npt.NDArray[np.uint8]
     return model.pack_evidence(evidence)
 
 
+_DEAR = ("mo cy",)
+"""Catalogues of a language cl100k cuts every two or three letters, whose letters alone read
+as English (Welsh): their letter pairs are the dear regime's evidence."""
+_NO_LETTERS = ("chinese prose", "japanese/korean")
+_PAIR_EVIDENCE_UNIT = 4  # per nat
+
+
+def derive_pair_evidence(corpus: dict[str, list[str]], classes: npt.NDArray[np.uint8]) -> str:
+    """The dear regime's evidence of each pair of `PAIRED_LETTERS`, packed.
+
+    The log-likelihood ratio (1/4 nat) of the pair between the dear catalogues and every
+    other category with letters; pairs seen rarely carry none.
+    """
+    paired = np.full(256, -1, dtype=np.int64)
+    paired[list(model.PAIRED_LETTERS)] = np.arange(len(model.PAIRED_LETTERS))
+    size = len(model.PAIRED_LETTERS) ** 2
+    dear, rest = np.zeros(size), np.zeros(size)
+    for name, docs in corpus.items():
+        if name in _NO_LETTERS:
+            continue
+        for doc in docs:
+            index = paired[classes[np.frombuffer(doc.encode("utf-32-le"), dtype=np.uint32)]]
+            code = index[:-1] * len(model.PAIRED_LETTERS) + index[1:]
+            code = code[(index[:-1] >= 0) & (index[1:] >= 0)]
+            (dear if name in _DEAR else rest)[:] += np.bincount(code, minlength=size)
+    ratio = np.log(
+        ((dear + 0.5) / (dear.sum() + 0.5 * size)) / ((rest + 0.5) / (rest.sum() + 0.5 * size))
+    )
+    ratio[dear + rest < _MIN_LETTER_COUNT] = 0
+    values = np.clip(np.round(ratio * _PAIR_EVIDENCE_UNIT), -127, 127).astype(np.int8)
+    return model.pack_letter_pairs(values.view(np.uint8))
+
+
 _WORD = re.compile(r"[^\W\d_]+")
 _PAIR_PRIOR, _PAIR_PRIOR_MASS = 0.3, 0.05
 """A pair seen rarely is pulled towards a 30% cut share, with the weight of 5% of one
@@ -554,7 +587,10 @@ def main() -> int:
     evidence = derive_evidence(corpus, provisional.classes)
     encodings = [encoding, bpe_openai_encoding("o200k_base")]
     letter_pairs = derive_letter_pairs(corpus, provisional.classes, encodings)
-    tables = model.Tables.build(**letters, evidence=evidence, letter_pairs=letter_pairs)
+    pair_evidence = derive_pair_evidence(corpus, provisional.classes)
+    tables = model.Tables.build(
+        **letters, evidence=evidence, letter_pairs=letter_pairs, pair_evidence=pair_evidence
+    )
     unchanged = True
     for name, new, old in (
         ("_CJK_TIERS", tiers, model._CJK_TIERS),  # noqa: SLF001
@@ -562,6 +598,7 @@ def main() -> int:
         ("CYRILLIC_COMMON", cyrillic, model.CYRILLIC_COMMON),
         ("_EVIDENCE", evidence, model._EVIDENCE),  # noqa: SLF001
         ("_LETTER_PAIRS", letter_pairs, model._LETTER_PAIRS),  # noqa: SLF001
+        ("_PAIR_EVIDENCE", pair_evidence, model._PAIR_EVIDENCE),  # noqa: SLF001
     ):
         print(f"{name} = {new!r}  # {'same' if new == old else 'CHANGED'}")
         unchanged &= new == old

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from langchain_contextkit._tier_tables import CJK_TIERS, LETTER_PAIRS
+from langchain_contextkit._tier_tables import CJK_TIERS, LETTER_PAIRS, PAIR_EVIDENCE
 from langchain_contextkit._token_groups import GROUPS, transition_groups
 
 __all__ = ["TABLES", "Tables"]
@@ -162,6 +162,9 @@ _EVIDENCE = (
 """zlib + base64 of one signed byte per code point below U+0800 (case-folded letters)."""
 
 _LETTER_PAIRS = LETTER_PAIRS
+_PAIR_EVIDENCE = PAIR_EVIDENCE
+"""zlib + base64 of one signed byte per pair of `PAIRED_LETTERS`, as `_LETTER_PAIRS`: the
+log-likelihood ratio (1/4 nat) of the pair between Welsh and all other text with letters."""
 """zlib + base64 of one byte per pair of `PAIRED_LETTERS` (previous, then current): how
 often cl100k or o200k (the dearer) cuts a word between the two, in 1/255, every category
 of text weighted alike."""
@@ -176,6 +179,17 @@ CHUNKS_BACK = 4
 """A chunk's regime is decided by the evidence of this many chunks before it."""
 THRESHOLD = 16
 """Evidence (1/16 nat units) above which those chunks read as a costly language."""
+REGIMES = 3
+"""Cheap, costly and dear: a dear chunk follows chunks whose letter pairs read as a language
+cl100k cuts every two or three letters (Welsh: ``dd``, ``ll``, ``wy``, ``yw``), which the
+letters alone read as English (``w``, ``y``, ``h``). It pays the costly rates plus
+`DEAR_LETTER_RATE` for every letter."""
+DEAR_THRESHOLD = 40
+"""Pair evidence (`_PAIR_EVIDENCE`, 1/4 nat) of the CHUNKS_BACK chunks before, above which a
+chunk is dear."""
+DEAR_LETTER_RATE = 100
+"""Milli-tokens every letter of a dear chunk pays on top of the costly rates (picked on the
+fit half from 60, 80, 100, 120: the least mean absolute error on Welsh)."""
 
 # Milli-tokens: the fitted weights (bench/fit_token_weights.py).
 CHAR_RATE: dict[int, int] = {
@@ -237,44 +251,14 @@ def sum_transitions(weights: dict[str, int]) -> dict[tuple[int, int], int]:
 
 
 TRANSITION = sum_transitions(TRANSITION_WEIGHT)
+# fmt: off
 LETTER_RATE: tuple[int, ...] = (
-    0,
-    43,
-    0,
-    0,
-    0,
-    34,
-    0,
-    0,
-    0,
-    0,
-    0,
-    0,
-    137,
-    50,
-    138,
-    596,
-    0,
-    0,
-    0,
-    94,
-    0,
-    0,
-    0,
-    243,
-    1389,
-    0,
-    2146,
-    0,
-    0,
-    329,
-    0,
-    0,
-    79,
-    456,
-    0,
-    0,
+    0, 43, 0, 0, 0, 34, 0, 0, 0,  # latin cheap: first letter, strides
+    0, 0, 0, 137, 50, 138, 596, 0, 0,  # latin costly: first letter, strides
+    0, 94, 0, 0, 0, 243, 1389, 0, 2146,  # alphabet cheap: first letter, strides
+    0, 0, 329, 0, 0, 79, 456, 0, 0,  # alphabet costly: first letter, strides
 )
+# fmt: on
 """By script, regime and stride (see N_LETTER_RATES)."""
 GROUP_RATE: dict[str, int] = {
     "arabic": 916,
@@ -549,6 +533,8 @@ class Tables:
     evidence: npt.NDArray[np.int8]
     pair_cost: npt.NDArray[np.int64]
     letter_rate: npt.NDArray[np.int64]
+    pair_evidence: npt.NDArray[np.int64]
+    """Dear-language evidence of each class pair, indexed as `pair_cost`."""
 
     @classmethod
     def build(
@@ -567,6 +553,8 @@ class Tables:
         group_tiers: npt.NDArray[np.uint8] | None = None,
         letter_pairs: str = _LETTER_PAIRS,
         letter_pair_weight: int = LETTER_PAIR_WEIGHT,
+        pair_evidence: str = _PAIR_EVIDENCE,
+        dear_letter_rate: int = DEAR_LETTER_RATE,
     ) -> Tables:
         """Build the tables from the shipped parameters or from the fit script's."""
         chars, transitions = with_groups(
@@ -584,8 +572,28 @@ class Tables:
             pair_cost=build_pair_costs(
                 chars, RUN_START if run_start is None else run_start, transitions
             ),
-            letter_rate=np.array(letter_rate, dtype=np.int64),
+            letter_rate=with_dear_regime(letter_rate, dear_letter_rate),
+            pair_evidence=build_pair_evidence(unpack_letter_pairs(pair_evidence).view(np.int8)),
         )
+
+
+def with_dear_regime(letter_rate: tuple[int, ...], dear: int) -> npt.NDArray[np.int64]:
+    """The letter rates by script, regime (of `REGIMES`) and stride.
+
+    The dear regime's are the costly ones plus `dear` at stride 1 (every letter).
+    """
+    fitted = np.array(letter_rate, dtype=np.int64).reshape(2, 2, _PER_ROW)
+    dear_rates = fitted[:, 1].copy()
+    dear_rates[0, 1] += dear  # Latin words only: the evidence reads Latin letter pairs
+    return np.concatenate([fitted, dear_rates[:, None]], axis=1).reshape(-1)
+
+
+def build_pair_evidence(evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]:
+    """`Tables.pair_evidence` from the evidence of each pair of `PAIRED_LETTERS`."""
+    table = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
+    paired = np.array(PAIRED_LETTERS)
+    table[np.ix_(paired, paired)] = evidence
+    return table.reshape(-1)
 
 
 TABLES = Tables.build()
