@@ -18,7 +18,7 @@ Unicode, and with blocks cut inside words and runs of spaces).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -145,6 +145,8 @@ _SCRIPT_KEYS = tuple(
 )
 """Class byte -> run key, in each regime (bytes.translate tables)."""
 _CHUNK_STARTS = np.arange(0, _BLOCK + CHUNK, CHUNK, dtype=np.intp)
+_PAIR_CHUNK_STARTS = np.maximum(_CHUNK_STARTS - 1, 0)
+"""Where each chunk's pairs start among `_pair_costs` (entry i is character i + 1)."""
 
 
 def _finish(milli: int) -> int:
@@ -230,19 +232,17 @@ def _pair_costs(class_bytes: bytes, fast: _Fast) -> npt.NDArray[np.signedinteger
     return np.take(fast.pair_by_bytes, codes)
 
 
-def _window_sums(sums: npt.NDArray[np.int64], before: tuple[int, ...]) -> npt.NDArray[np.int64]:
-    """Each chunk's sum over the CHUNKS_BACK chunks before it, in one text.
+def _window_sums(known: npt.NDArray[np.int64], m: int) -> npt.NDArray[np.int64]:
+    """Each of the last `m` chunks' sums over the CHUNKS_BACK chunks before it, per row.
 
-    `before` holds the sums of the chunks before `sums` (the block before, at most
-    CHUNKS_BACK of them).
+    `known` holds, per row (letter and pair evidence), the sums of at most CHUNKS_BACK
+    chunks before the `m` chunks (the block before), then theirs.
     """
-    m = len(sums)
-    padded = np.zeros(m + CHUNKS_BACK + 1, dtype=np.int64)
-    padded[CHUNKS_BACK + 1 - len(before) : CHUNKS_BACK + 1] = before
-    padded[CHUNKS_BACK + 1 :] = sums
-    total: npt.NDArray[np.int64] = padded.cumsum()
+    padded = np.zeros((len(known), m + CHUNKS_BACK + 1), dtype=np.int64)
+    padded[:, padded.shape[1] - known.shape[1] :] = known
+    total: npt.NDArray[np.int64] = padded.cumsum(axis=1)
     # Chunk j sits at j + CHUNKS_BACK + 1; the chunks before it at j + 1 .. j + CHUNKS_BACK.
-    return total[CHUNKS_BACK : CHUNKS_BACK + m] - total[:m]
+    return total[:, CHUNKS_BACK : CHUNKS_BACK + m] - total[:, :m]
 
 
 def _batch_window_sums(
@@ -261,14 +261,6 @@ def _regimes(evidence: npt.NDArray[np.int64], dear: npt.NDArray[np.int64]) -> np
     regimes = (evidence > THRESHOLD).astype(np.uint8)
     regimes[dear > DEAR_THRESHOLD] = 2
     return regimes
-
-
-def _split_packed(
-    packed: npt.NDArray[np.int64],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """(costs, evidence) of per-chunk sums of packed pair values."""
-    evidence = packed >> _COST_BITS  # costs are non-negative and below 1 << _COST_BITS
-    return packed - (evidence << _COST_BITS), evidence
 
 
 def _run_keys(class_bytes: bytes, regimes: npt.NDArray[np.uint8] | None) -> npt.NDArray[np.uint8]:
@@ -330,8 +322,8 @@ class _Carry:
     prev: int = START
     key: int = 0  # the run the block ended in
     run: int = 0  # ... and its length so far
-    sums: tuple[int, ...] = ()  # evidence of the last CHUNKS_BACK chunks
-    dear: tuple[int, ...] = ()  # ... and their pair evidence
+    sums: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((2, 0), np.int64))
+    """Letter and pair evidence of the last CHUNKS_BACK chunks (rows 0 and 1)."""
 
 
 def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
@@ -339,22 +331,28 @@ def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
     n = len(block)
     class_bytes, evidence = _class_and_evidence(block, fast)
     chunks = -(-n // CHUNK)
-    # The pair of chunk c's first character is entry c * CHUNK - 1 (entry i is character
-    # i + 1); the block's first pair, with the block before, joins chunk 0.
-    packed = np.zeros(chunks, dtype=np.int64)
+    # Row 0: each chunk's letter evidence; row 1: its pair evidence, unpacked from the sums of
+    # packed pair values. Entry i of those is character i + 1, so chunk c starts at entry
+    # c * CHUNK - 1; the block's first pair (with the block before) is added to chunk 0.
+    sums = np.empty((2, chunks), dtype=np.int64)
+    np.add.reduceat(evidence, _CHUNK_STARTS[:chunks], dtype=np.int64, out=sums[0])
+    first = carry.prev * N_CLASSES + class_bytes[0]
+    milli: int = fast.pair_list[first]
     if n > 1:
-        starts = np.maximum(_CHUNK_STARTS[:chunks] - 1, 0)
+        starts = _PAIR_CHUNK_STARTS[:chunks]
         packed = np.add.reduceat(_pair_costs(class_bytes, fast), starts, dtype=np.int64)
-    packed[0] += int(fast.pair_by_bytes[class_bytes[0] * 256 + carry.prev])
-    costs, dear = _split_packed(packed)
-    milli = int(costs.sum())
-    sums = np.add.reduceat(evidence, _CHUNK_STARTS[:chunks], dtype=np.int64)
+        np.right_shift(packed, _COST_BITS, out=sums[1])  # costs are in [0, 1 << _COST_BITS)
+        milli += int(packed.sum()) - (int(sums[1].sum()) << _COST_BITS)
+    else:
+        sums[1] = 0
+    sums[1, 0] += fast.pair_evidence_list[first]
+    known = np.concatenate((carry.sums, sums), axis=1)
     # Evidence that cannot pass a threshold leaves every chunk in regime 0.
-    most = max(int(sums.max()), *carry.sums) if carry.sums else int(sums.max())
-    most_dear = max(int(dear.max()), *carry.dear) if carry.dear else int(dear.max())
     regimes = None
-    if most * CHUNKS_BACK > THRESHOLD or most_dear * CHUNKS_BACK > DEAR_THRESHOLD:
-        regimes = _regimes(_window_sums(sums, carry.sums), _window_sums(dear, carry.dear))
+    most = known.max(axis=1).tolist()
+    if most[0] * CHUNKS_BACK > THRESHOLD or most[1] * CHUNKS_BACK > DEAR_THRESHOLD:
+        windows = _window_sums(known, chunks)
+        regimes = _regimes(windows[0], windows[1])
     runs = _runs(_run_keys(class_bytes, regimes), None, fast)
     milli += int(runs.costs.sum())
     key, length = int(runs.keys[0]), int(runs.lengths[0])
@@ -366,8 +364,7 @@ def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
     carry.run = int(runs.lengths[-1]) + (carry.run if continued and last else 0)
     carry.key = int(runs.keys[-1])
     carry.prev = class_bytes[-1]
-    carry.sums = (*carry.sums, *sums[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
-    carry.dear = (*carry.dear, *dear[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
+    carry.sums = known[:, -CHUNKS_BACK:]
     return milli
 
 
@@ -458,7 +455,9 @@ def _count_batch(texts: list[str], batch: list[int], counts: list[int], fast: _F
     offsets = np.repeat(text_starts, chunks)
     firsts = np.repeat(np.cumsum([0, *chunks[:-1]]), chunks).astype(np.intp)
     chunk_starts = offsets + (np.arange(len(offsets)) - firsts) * CHUNK
-    costs, dear = _split_packed(np.add.reduceat(cost, chunk_starts, dtype=np.int64))
+    packed = np.add.reduceat(cost, chunk_starts, dtype=np.int64)
+    dear = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
+    costs = packed - (dear << _COST_BITS)
     milli = np.add.reduceat(costs, np.cumsum([0, *chunks[:-1]]), dtype=np.int64)
     sums = np.add.reduceat(evidence, chunk_starts, dtype=np.int64)
     regimes = _regimes(_batch_window_sums(sums, firsts), _batch_window_sums(dear, firsts))
