@@ -18,7 +18,7 @@ Unicode, and with blocks cut inside words and runs of spaces).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -51,8 +51,9 @@ from langchain_contextkit._token_estimate import (
 
 __all__ = ["count_text_tokens", "count_texts_tokens"]
 
-_RUN_TABLE = 1024
-"""Runs up to this long are priced by table lookup; longer ones (rare) by the formula."""
+_RUN_TABLE = 4096
+"""Runs up to this long are priced by table lookup; longer ones (rare) by the formula. A
+text no longer than this needs no check for longer runs."""
 _KEYS = 16
 """A run's key: ``regime * 4 + script`` (script 0 is no letter and costs nothing); run
 costs are laid out by length, then key (``length << 4 | key``)."""
@@ -232,17 +233,19 @@ def _pair_costs(class_bytes: bytes, fast: _Fast) -> npt.NDArray[np.signedinteger
     return np.take(fast.pair_by_bytes, codes)
 
 
-def _window_sums(known: npt.NDArray[np.int64], m: int) -> npt.NDArray[np.int64]:
-    """Each of the last `m` chunks' sums over the CHUNKS_BACK chunks before it, per row.
+def _window_sums(sums: npt.NDArray[np.int64], before: tuple[int, ...]) -> npt.NDArray[np.int64]:
+    """Each chunk's sum over the CHUNKS_BACK chunks before it, in one text.
 
-    `known` holds, per row (letter and pair evidence), the sums of at most CHUNKS_BACK
-    chunks before the `m` chunks (the block before), then theirs.
+    `before` holds the sums of the chunks before `sums` (the block before, at most
+    CHUNKS_BACK of them).
     """
-    padded = np.zeros((len(known), m + CHUNKS_BACK + 1), dtype=np.int64)
-    padded[:, padded.shape[1] - known.shape[1] :] = known
-    total: npt.NDArray[np.int64] = padded.cumsum(axis=1)
+    m = len(sums)
+    padded = np.zeros(m + CHUNKS_BACK + 1, dtype=np.int64)
+    padded[CHUNKS_BACK + 1 - len(before) : CHUNKS_BACK + 1] = before
+    padded[CHUNKS_BACK + 1 :] = sums
+    total: npt.NDArray[np.int64] = padded.cumsum()
     # Chunk j sits at j + CHUNKS_BACK + 1; the chunks before it at j + 1 .. j + CHUNKS_BACK.
-    return total[:, CHUNKS_BACK : CHUNKS_BACK + m] - total[:, :m]
+    return total[CHUNKS_BACK : CHUNKS_BACK + m] - total[:m]
 
 
 def _batch_window_sums(
@@ -256,26 +259,31 @@ def _batch_window_sums(
     return total[index] - total[low]
 
 
-def _regimes(evidence: npt.NDArray[np.int64], dear: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
-    """`_regime` of every chunk, from its window sums."""
+def _regimes(
+    evidence: npt.NDArray[np.int64], is_dear: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.uint8]:
+    """`_regime` of every chunk, from its letter evidence window and whether it is dear."""
     regimes = (evidence > THRESHOLD).astype(np.uint8)
-    regimes[dear > DEAR_THRESHOLD] = 2
+    regimes[is_dear] = 2
     return regimes
 
 
-def _run_keys(class_bytes: bytes, regimes: npt.NDArray[np.uint8] | None) -> npt.NDArray[np.uint8]:
+def _run_keys(
+    class_bytes: bytes, regimes: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None
+) -> npt.NDArray[np.uint8]:
     """Every character's run key: its script, and the regime of its chunk (None: all 0)."""
-    if regimes is None or not regimes.any():
+    if regimes is None:
         return np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[0]), dtype=np.uint8)
-    if (regimes == regimes[0]).all():
-        table = _SCRIPT_KEYS[int(regimes[0])]
-        return np.frombuffer(class_bytes.translate(table), dtype=np.uint8)
     # Stretches of one regime are few: each is translated with its own table.
     changes = ((regimes[1:] != regimes[:-1]).nonzero()[0] + 1).tolist()
+    if not changes:
+        table = _SCRIPT_KEYS[int(regimes[0])]
+        return np.frombuffer(class_bytes.translate(table), dtype=np.uint8)
     starts = [0, *changes]
+    values = regimes[starts].tolist()
     bounds = [*(c * CHUNK for c in starts), len(class_bytes)]
     keys = b"".join(
-        class_bytes[bounds[i] : bounds[i + 1]].translate(_SCRIPT_KEYS[int(regimes[starts[i]])])
+        class_bytes[bounds[i] : bounds[i + 1]].translate(_SCRIPT_KEYS[values[i]])
         for i in range(len(starts))
     )
     return np.frombuffer(keys, dtype=np.uint8)
@@ -304,8 +312,9 @@ def _runs(keys: npt.NDArray[np.uint8], breaks: npt.NDArray[np.intp] | None, fast
     starts = bounds[:-1]
     lengths = bounds[1:] - starts
     run_keys = np.take(keys, starts)
-    # run_table is laid out by length, then key: one shift and one add make the index.
-    longest = int(lengths.max())
+    # run_table is laid out by length, then key: one shift and one add make the index. No
+    # run of a text of at most _RUN_TABLE characters is longer than the table.
+    longest = int(lengths.max()) if n > _RUN_TABLE else 0
     index = (lengths if longest <= _RUN_TABLE else np.minimum(lengths, _RUN_TABLE)) << _KEY_BITS
     index += run_keys
     costs = np.take(fast.run_table, index)
@@ -322,39 +331,44 @@ class _Carry:
     prev: int = START
     key: int = 0  # the run the block ended in
     run: int = 0  # ... and its length so far
-    sums: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((2, 0), np.int64))
-    """Letter and pair evidence of the last CHUNKS_BACK chunks (rows 0 and 1)."""
+    sums: tuple[int, ...] = ()  # letter evidence of the last CHUNKS_BACK chunks
+    dear: tuple[int, ...] = ()  # ... and their pair evidence
 
 
-def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
-    """Milli-tokens of one block of a text; updates `carry` for the next block."""
+def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -> int:
+    """Milli-tokens of one block of a text; updates `carry` for the next block (`more`)."""
     n = len(block)
     class_bytes, evidence = _class_and_evidence(block, fast)
     chunks = -(-n // CHUNK)
-    # Row 0: each chunk's letter evidence; row 1: its pair evidence, unpacked from the sums of
-    # packed pair values. Entry i of those is character i + 1, so chunk c starts at entry
-    # c * CHUNK - 1; the block's first pair (with the block before) is added to chunk 0.
-    sums = np.empty((2, chunks), dtype=np.int64)
-    np.add.reduceat(evidence, _CHUNK_STARTS[:chunks], dtype=np.int64, out=sums[0])
+    sums = np.add.reduceat(evidence, _CHUNK_STARTS[:chunks], dtype=np.int64)
     first = carry.prev * N_CLASSES + class_bytes[0]
     milli: int = fast.pair_list[first]
-    if n > 1:
-        starts = _PAIR_CHUNK_STARTS[:chunks]
-        packed = np.add.reduceat(_pair_costs(class_bytes, fast), starts, dtype=np.int64)
-        np.right_shift(packed, _COST_BITS, out=sums[1])  # costs are in [0, 1 << _COST_BITS)
-        milli += int(packed.sum()) - (int(sums[1].sum()) << _COST_BITS)
+    if n > 1:  # each chunk's pair costs and pair evidence, in one sum of packed values
+        packed = np.add.reduceat(
+            _pair_costs(class_bytes, fast), _PAIR_CHUNK_STARTS[:chunks], dtype=np.int64
+        )
+        dear = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
+        milli += int(packed.sum()) - (int(dear.sum()) << _COST_BITS)
     else:
-        sums[1] = 0
-    sums[1, 0] += fast.pair_evidence_list[first]
-    known = np.concatenate((carry.sums, sums), axis=1)
+        dear = np.zeros(1, dtype=np.int64)
+    first_evidence = fast.pair_evidence_list[first]
+    if first_evidence:  # the block's first pair joins chunk 0 (a text's first has none)
+        dear[0] += first_evidence
     # Evidence that cannot pass a threshold leaves every chunk in regime 0.
-    regimes = None
-    most = known.max(axis=1).tolist()
-    if most[0] * CHUNKS_BACK > THRESHOLD or most[1] * CHUNKS_BACK > DEAR_THRESHOLD:
-        windows = _window_sums(known, chunks)
-        regimes = _regimes(windows[0], windows[1])
+    most = max(int(sums.max()), *carry.sums) if carry.sums else int(sums.max())
+    most_dear = max(int(dear.max()), *carry.dear) if carry.dear else int(dear.max())
+    regimes: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None
+    is_dear = None
+    if most_dear * CHUNKS_BACK > DEAR_THRESHOLD:
+        is_dear = _window_sums(dear, carry.dear) > DEAR_THRESHOLD
+    if is_dear is not None and is_dear.any():
+        regimes = _regimes(_window_sums(sums, carry.sums), is_dear)
+    elif most * CHUNKS_BACK > THRESHOLD:  # cheap or costly only (a bool is regime 0 or 1)
+        regimes = _window_sums(sums, carry.sums) > THRESHOLD
     runs = _runs(_run_keys(class_bytes, regimes), None, fast)
     milli += int(runs.costs.sum())
+    if not carry.key and not more:  # a whole text: no word goes on from or into another block
+        return milli
     key, length = int(runs.keys[0]), int(runs.lengths[0])
     continued = key == carry.key and key % 4 != 0  # the word (or run) before goes on
     if continued:
@@ -364,7 +378,8 @@ def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
     carry.run = int(runs.lengths[-1]) + (carry.run if continued and last else 0)
     carry.key = int(runs.keys[-1])
     carry.prev = class_bytes[-1]
-    carry.sums = known[:, -CHUNKS_BACK:]
+    carry.sums = (*carry.sums, *sums[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
+    carry.dear = (*carry.dear, *dear[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
     return milli
 
 
@@ -385,6 +400,8 @@ def count_text_tokens(text: str) -> int:
     carry = _Carry()
     milli = 0
     step = max(_BLOCK // CHUNK, 1) * CHUNK  # blocks end on chunk boundaries
+    if len(text) <= step:  # one block (the usual case): no carry to keep
+        return _finish(_count_block(text, carry, _FAST, more=False)) if text else 0
     for start in range(0, len(text), step):
         milli += _count_block(text[start : start + step], carry, _FAST)
     return _finish(milli)
@@ -460,7 +477,8 @@ def _count_batch(texts: list[str], batch: list[int], counts: list[int], fast: _F
     costs = packed - (dear << _COST_BITS)
     milli = np.add.reduceat(costs, np.cumsum([0, *chunks[:-1]]), dtype=np.int64)
     sums = np.add.reduceat(evidence, chunk_starts, dtype=np.int64)
-    regimes = _regimes(_batch_window_sums(sums, firsts), _batch_window_sums(dear, firsts))
+    is_dear = _batch_window_sums(dear, firsts) > DEAR_THRESHOLD
+    regimes = _regimes(_batch_window_sums(sums, firsts), is_dear)
     if regimes.any() and not (regimes == regimes[0]).all():
         # A chunk's key shift spans the chunk, which may end early at a text's end.
         shift = np.repeat(regimes * 4, np.diff(chunk_starts, append=n))
