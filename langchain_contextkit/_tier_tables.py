@@ -226,3 +226,10 @@ PAIR_EVIDENCE = (
     "W7As9+ltZrKO2z7/VzDPwcNbNA/OMGSt1Pvh1myhKTEeGCn0GP8K7/t/HcTz3CC9yz4Ln5Hxnn0dE="
 )
 """Dear-language evidence of each letter pair (`_token_estimate._PAIR_EVIDENCE`)."""
+
+EVIDENCE = (
+    "eNpjYKAQsP75zcTwg+E7A5fAPxbGv//ZGf7+YuT4/eOHInHyFAIHB2MHKABxgCImDiAaKMzgYMlgREAebAJEEioN"
+    "N9fICFUEJoHhADMzJK65OYS2toZYaGiIrFhHB0UnFuMHCxjUjqM+sGIYqeCAHTBJO9jD4puFjYmNjeE3I9M71q//"
+    "GRgYGRn+c/34y/mT6yfDgfcHXn4hJI9u3igYBaNg8AIAcgNMiQ=="
+)
+"""Language evidence of each code point below U+0800 (`_token_estimate._EVIDENCE`)."""

@@ -49,15 +49,19 @@ data, never any part of the vocabularies themselves.
 
 from __future__ import annotations
 
-import base64
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from langchain_contextkit._tier_tables import CJK_TIERS, LETTER_PAIRS, PAIR_EVIDENCE
+from langchain_contextkit._tier_tables import CJK_TIERS, EVIDENCE, LETTER_PAIRS, PAIR_EVIDENCE
 from langchain_contextkit._token_groups import GROUPS, transition_groups
+from langchain_contextkit._token_packing import (
+    pack_bytes,
+    pack_two_bits,
+    unpack_bytes,
+    unpack_two_bits,
+)
 
 __all__ = ["TABLES", "Tables"]
 
@@ -154,11 +158,7 @@ _CJK_RANGES = (
 _CJK_TIERS = CJK_TIERS
 """zlib + base64 of two bits per character of `_CJK_RANGES`: cl100k's tokens for it alone, 1-3
 (`_tier_tables`)."""
-_EVIDENCE = (
-    "eNpjYKAQsP75zcTwg+E7A5fAPxbGv//ZGf7+YuT4/eOHInHyFAIHB2MHKABxgCImDiAaKMzgYMlgREAebAJEEioN"
-    "N9fICFUEJoHhADMzJK65OYS2toZYaGiIrFhHB0UnFuMHCxjUjqM+sGIYqeCAHTBJO9jD4puFjYmNjeE3I9M71q//"
-    "GRgYGRn+c/34y/mT6yfDgfcHXn4hJI9u3igYBaNg8AIAcgNMiQ=="
-)
+_EVIDENCE = EVIDENCE
 """zlib + base64 of one signed byte per code point below U+0800 (case-folded letters)."""
 
 _LETTER_PAIRS = LETTER_PAIRS
@@ -352,27 +352,19 @@ def _cjk_class(cp: int, tier: int) -> int:
 def unpack_tiers(packed: str) -> npt.NDArray[np.uint8]:
     """The tier (1-3) of every character of `_CJK_RANGES`, in order."""
     size = sum(last - first for first, last in _CJK_RANGES)
-    if not packed:
-        return np.ones(size, dtype=np.uint8)
-    raw = np.frombuffer(zlib.decompress(base64.b64decode(packed)), dtype=np.uint8)
-    tiers = np.stack([(raw >> shift) & 3 for shift in (0, 2, 4, 6)], axis=1).reshape(-1)
-    return tiers[:size] + 1
+    return unpack_two_bits(packed, size) + 1 if packed else np.ones(size, dtype=np.uint8)
 
 
 def pack_tiers(tiers: npt.NDArray[np.uint8]) -> str:
     """Inverse of `unpack_tiers` (used by the fit script)."""
-    values = np.zeros(-(-len(tiers) // 4) * 4, dtype=np.uint8)
-    values[: len(tiers)] = np.asarray(tiers, dtype=np.uint8) - 1
-    quads = values.reshape(-1, 4)
-    raw = quads[:, 0] | quads[:, 1] << 2 | quads[:, 2] << 4 | quads[:, 3] << 6
-    return base64.b64encode(zlib.compress(raw.astype(np.uint8).tobytes(), 9)).decode()
+    return pack_two_bits(np.asarray(tiers, dtype=np.uint8) - 1)
 
 
 def unpack_evidence(packed: str) -> npt.NDArray[np.int8]:
     """Language evidence of each code point below U+0800, in 1/16 nat (+: costly)."""
     evidence = np.zeros(_EVIDENCE_END, dtype=np.int8)
     if packed:
-        raw = np.frombuffer(zlib.decompress(base64.b64decode(packed)), dtype=np.int8)
+        raw = unpack_bytes(packed).view(np.int8)
         evidence[: len(raw)] = raw
     evidence[-1] = 0  # every code point past the table reads this entry (take, mode="clip")
     return evidence
@@ -380,7 +372,7 @@ def unpack_evidence(packed: str) -> npt.NDArray[np.int8]:
 
 def pack_evidence(evidence: npt.NDArray[np.int8]) -> str:
     """Inverse of `unpack_evidence` (used by the fit script)."""
-    return base64.b64encode(zlib.compress(np.asarray(evidence, np.int8).tobytes(), 9)).decode()
+    return pack_bytes(np.asarray(evidence, np.int8))
 
 
 def build_class_table(
@@ -437,13 +429,12 @@ def unpack_group_tiers(packed: str | None = None) -> npt.NDArray[np.uint8]:
     """``group * TIERS + tier - 1`` of every code point (`_tier_tables.GROUP_TIERS`)."""
     from langchain_contextkit._tier_tables import GROUP_TIERS  # noqa: PLC0415 - data only
 
-    raw = zlib.decompress(base64.b64decode(GROUP_TIERS if packed is None else packed))
-    return np.frombuffer(raw, dtype=np.uint8).copy()
+    return unpack_bytes(GROUP_TIERS if packed is None else packed)
 
 
 def pack_group_tiers(values: npt.NDArray[np.uint8]) -> str:
     """Inverse of `unpack_group_tiers` (used by the fit script)."""
-    return base64.b64encode(zlib.compress(np.asarray(values, np.uint8).tobytes(), 9)).decode()
+    return pack_bytes(np.asarray(values, np.uint8))
 
 
 def unpack_letter_pairs(packed: str) -> npt.NDArray[np.uint8]:
@@ -451,13 +442,12 @@ def unpack_letter_pairs(packed: str) -> npt.NDArray[np.uint8]:
     size = len(PAIRED_LETTERS)
     if not packed:
         return np.zeros((size, size), dtype=np.uint8)
-    raw = np.frombuffer(zlib.decompress(base64.b64decode(packed)), dtype=np.uint8)
-    return raw.reshape(size, size).copy()
+    return unpack_bytes(packed).reshape(size, size)
 
 
 def pack_letter_pairs(shares: npt.NDArray[np.uint8]) -> str:
     """Inverse of `unpack_letter_pairs` (used by the fit script)."""
-    return base64.b64encode(zlib.compress(np.asarray(shares, np.uint8).tobytes(), 9)).decode()
+    return pack_bytes(np.asarray(shares, np.uint8))
 
 
 def letter_pair_excess(shares: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
