@@ -283,19 +283,27 @@ def derive_letter_pairs(
 # --- 4: features and weights ------------------------------------------------------------------
 
 
+def _windows(chunk: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per chunk: the sum of `values` over the CHUNKS_BACK chunks before it."""
+    sums = np.bincount(chunk, weights=values.astype(np.float64)).astype(np.int64)
+    total = np.concatenate(([0], np.cumsum(sums)))
+    back = np.maximum(np.arange(len(sums)) - model.CHUNKS_BACK, 0)
+    return total[: len(sums)] - total[back]
+
+
 def _scripts_positions_regimes(
-    cls: npt.NDArray[np.uint8], evidence: npt.NDArray[np.int8]
+    cls: npt.NDArray[np.uint8], evidence: npt.NDArray[np.int8], dear: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Per character: script (0 for a non-letter), position in its word, its chunk's regime."""
+    """Per character: script (0 for a non-letter), position in its word, its chunk's regime.
+
+    Regimes are 0 cheap, 1 costly and 2 dear; `dear` is each character's pair evidence.
+    """
     script = np.array([model.SCRIPT_OF_CLASS[c] for c in cls.tolist()], dtype=np.int64)
     index = np.arange(len(cls))
     chunk = index // model.CHUNK
-    sums = np.bincount(chunk, weights=evidence.astype(np.float64)).astype(np.int64)
-    # evidence of the CHUNKS_BACK chunks before chunk j: total[j] - total[j - back]
-    total = np.concatenate(([0], np.cumsum(sums)))
-    back = np.maximum(np.arange(len(sums)) - model.CHUNKS_BACK, 0)
-    window = total[: len(sums)] - total[back]
-    regime = (window > model.THRESHOLD).astype(np.int64)[chunk]
+    regime = (_windows(chunk, evidence.astype(np.int64)) > model.THRESHOLD).astype(np.int64)
+    regime[_windows(chunk, dear) > model.DEAR_THRESHOLD] = 2
+    regime = regime[chunk]
     begins = np.ones(len(cls), dtype=bool)
     begins[1:] = (script[1:] != script[:-1]) | (regime[1:] != regime[:-1])
     first = np.maximum.accumulate(np.where(begins, index, 0))
@@ -315,10 +323,16 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
     previous = np.concatenate(([model.START], cls[:-1])).astype(np.int64)
     n_pairs = (model.N_CLASSES + 1) * model.N_CLASSES
     pairs = np.bincount(previous * model.N_CLASSES + cls, minlength=n_pairs)
-    script, position, regime = _scripts_positions_regimes(cls, evidence.astype(np.int8))
+    codes = previous * model.N_CLASSES + cls
+    dear_evidence = tables.pair_evidence[codes]
+    script, position, regime = _scripts_positions_regimes(
+        cls, evidence.astype(np.int8), dear_evidence
+    )
     letters = np.zeros(model.N_LETTER_RATES)
     word = (script > 0) & (script != model.SPACES)
-    row = ((script - 1) * 2 + regime) * model._PER_ROW  # noqa: SLF001
+    # The dear regime's letters are fitted as costly ones; its surcharge is fixed.
+    dear = int(np.count_nonzero(word & (regime == 2) & (script == model.LATIN)))
+    row = ((script - 1) * 2 + np.minimum(regime, 1)) * model._PER_ROW  # noqa: SLF001
     hit = word & (position == 1)
     letters += np.bincount(row[hit], minlength=model.N_LETTER_RATES)
     for k, stride in enumerate(model.STRIDES):
@@ -328,6 +342,7 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
     spaces = script == model.SPACES
     runs = np.count_nonzero(spaces & ((position == 2) | (position % model.SPACE_TOKEN == 0)))
     fixed = model.LONG_RUN_RATE * int(np.count_nonzero(word & (position > model.LONG_RUN)))
+    fixed += model.DEAR_LETTER_RATE * dear
     return pairs.astype(np.float64), letters, fixed + model.SPACE_RUN * int(runs)
 
 
