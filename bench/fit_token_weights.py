@@ -181,6 +181,39 @@ def derive_evidence(corpus: dict[str, list[str]], classes: npt.NDArray[np.uint8]
     return model.pack_evidence(evidence)
 
 
+_DEAR = ("mo cy",)
+"""Catalogues of a language cl100k cuts every two or three letters, whose letters alone read
+as English (Welsh): their letter pairs are the dear regime's evidence."""
+_NO_LETTERS = ("chinese prose", "japanese/korean")
+_PAIR_EVIDENCE_UNIT = 4  # per nat
+
+
+def derive_pair_evidence(corpus: dict[str, list[str]], classes: npt.NDArray[np.uint8]) -> str:
+    """The dear regime's evidence of each pair of `PAIRED_LETTERS`, packed.
+
+    The log-likelihood ratio (1/4 nat) of the pair between the dear catalogues and every
+    other category with letters; pairs seen rarely carry none.
+    """
+    paired = np.full(256, -1, dtype=np.int64)
+    paired[list(model.PAIRED_LETTERS)] = np.arange(len(model.PAIRED_LETTERS))
+    size = len(model.PAIRED_LETTERS) ** 2
+    dear, rest = np.zeros(size), np.zeros(size)
+    for name, docs in corpus.items():
+        if name in _NO_LETTERS:
+            continue
+        for doc in docs:
+            index = paired[classes[np.frombuffer(doc.encode("utf-32-le"), dtype=np.uint32)]]
+            code = index[:-1] * len(model.PAIRED_LETTERS) + index[1:]
+            code = code[(index[:-1] >= 0) & (index[1:] >= 0)]
+            (dear if name in _DEAR else rest)[:] += np.bincount(code, minlength=size)
+    ratio = np.log(
+        ((dear + 0.5) / (dear.sum() + 0.5 * size)) / ((rest + 0.5) / (rest.sum() + 0.5 * size))
+    )
+    ratio[dear + rest < _MIN_LETTER_COUNT] = 0
+    values = np.clip(np.round(ratio * _PAIR_EVIDENCE_UNIT), -127, 127).astype(np.int8)
+    return model.pack_letter_pairs(values.view(np.uint8))
+
+
 _WORD = re.compile(r"[^\W\d_]+")
 _PAIR_PRIOR, _PAIR_PRIOR_MASS = 0.3, 0.05
 """A pair seen rarely is pulled towards a 30% cut share, with the weight of 5% of one
@@ -250,19 +283,27 @@ def derive_letter_pairs(
 # --- 4: features and weights ------------------------------------------------------------------
 
 
+def _windows(chunk: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per chunk: the sum of `values` over the CHUNKS_BACK chunks before it."""
+    sums = np.bincount(chunk, weights=values.astype(np.float64)).astype(np.int64)
+    total = np.concatenate(([0], np.cumsum(sums)))
+    back = np.maximum(np.arange(len(sums)) - model.CHUNKS_BACK, 0)
+    return total[: len(sums)] - total[back]
+
+
 def _scripts_positions_regimes(
-    cls: npt.NDArray[np.uint8], evidence: npt.NDArray[np.int8]
+    cls: npt.NDArray[np.uint8], evidence: npt.NDArray[np.int8], dear: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Per character: script (0 for a non-letter), position in its word, its chunk's regime."""
+    """Per character: script (0 for a non-letter), position in its word, its chunk's regime.
+
+    Regimes are 0 cheap, 1 costly and 2 dear; `dear` is each character's pair evidence.
+    """
     script = np.array([model.SCRIPT_OF_CLASS[c] for c in cls.tolist()], dtype=np.int64)
     index = np.arange(len(cls))
     chunk = index // model.CHUNK
-    sums = np.bincount(chunk, weights=evidence.astype(np.float64)).astype(np.int64)
-    # evidence of the CHUNKS_BACK chunks before chunk j: total[j] - total[j - back]
-    total = np.concatenate(([0], np.cumsum(sums)))
-    back = np.maximum(np.arange(len(sums)) - model.CHUNKS_BACK, 0)
-    window = total[: len(sums)] - total[back]
-    regime = (window > model.THRESHOLD).astype(np.int64)[chunk]
+    regime = (_windows(chunk, evidence.astype(np.int64)) > model.THRESHOLD).astype(np.int64)
+    regime[_windows(chunk, dear) > model.DEAR_THRESHOLD] = 2
+    regime = regime[chunk]
     begins = np.ones(len(cls), dtype=bool)
     begins[1:] = (script[1:] != script[:-1]) | (regime[1:] != regime[:-1])
     first = np.maximum.accumulate(np.where(begins, index, 0))
@@ -282,10 +323,16 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
     previous = np.concatenate(([model.START], cls[:-1])).astype(np.int64)
     n_pairs = (model.N_CLASSES + 1) * model.N_CLASSES
     pairs = np.bincount(previous * model.N_CLASSES + cls, minlength=n_pairs)
-    script, position, regime = _scripts_positions_regimes(cls, evidence.astype(np.int8))
+    codes = previous * model.N_CLASSES + cls
+    dear_evidence = tables.pair_evidence[codes]
+    script, position, regime = _scripts_positions_regimes(
+        cls, evidence.astype(np.int8), dear_evidence
+    )
     letters = np.zeros(model.N_LETTER_RATES)
     word = (script > 0) & (script != model.SPACES)
-    row = ((script - 1) * 2 + regime) * model._PER_ROW  # noqa: SLF001
+    # The dear regime's letters are fitted as costly ones; its surcharge is fixed.
+    dear = int(np.count_nonzero(word & (regime == 2) & (script == model.LATIN)))
+    row = ((script - 1) * 2 + np.minimum(regime, 1)) * model._PER_ROW  # noqa: SLF001
     hit = word & (position == 1)
     letters += np.bincount(row[hit], minlength=model.N_LETTER_RATES)
     for k, stride in enumerate(model.STRIDES):
@@ -295,6 +342,7 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
     spaces = script == model.SPACES
     runs = np.count_nonzero(spaces & ((position == 2) | (position % model.SPACE_TOKEN == 0)))
     fixed = model.LONG_RUN_RATE * int(np.count_nonzero(word & (position > model.LONG_RUN)))
+    fixed += model.DEAR_LETTER_RATE * dear
     return pairs.astype(np.float64), letters, fixed + model.SPACE_RUN * int(runs)
 
 
@@ -554,7 +602,10 @@ def main() -> int:
     evidence = derive_evidence(corpus, provisional.classes)
     encodings = [encoding, bpe_openai_encoding("o200k_base")]
     letter_pairs = derive_letter_pairs(corpus, provisional.classes, encodings)
-    tables = model.Tables.build(**letters, evidence=evidence, letter_pairs=letter_pairs)
+    pair_evidence = derive_pair_evidence(corpus, provisional.classes)
+    tables = model.Tables.build(
+        **letters, evidence=evidence, letter_pairs=letter_pairs, pair_evidence=pair_evidence
+    )
     unchanged = True
     for name, new, old in (
         ("_CJK_TIERS", tiers, model._CJK_TIERS),  # noqa: SLF001
@@ -562,6 +613,7 @@ def main() -> int:
         ("CYRILLIC_COMMON", cyrillic, model.CYRILLIC_COMMON),
         ("_EVIDENCE", evidence, model._EVIDENCE),  # noqa: SLF001
         ("_LETTER_PAIRS", letter_pairs, model._LETTER_PAIRS),  # noqa: SLF001
+        ("_PAIR_EVIDENCE", pair_evidence, model._PAIR_EVIDENCE),  # noqa: SLF001
     ):
         print(f"{name} = {new!r}  # {'same' if new == old else 'CHANGED'}")
         unchanged &= new == old

@@ -214,3 +214,22 @@ CJK_TIERS = (
     "KxJWxvH+NDky03Yexf2P6wf8zpFX9NH8Ivr3rsRMG8v7W3//OBv+Z+5DFpTO1j/i3xOF+id16r/mf16/ZH//lMOU"
     "z99/Hjr/Awn/uv85zf+Ehq3zv1xxslz/f/X+g9R0MaNT6eVYq9M33/8A3kk7wA=="
 )
+
+PAIR_EVIDENCE = (
+    "eNodUtmW4zgIBSHHWSqV7pr//8WaxLYWBILBoweO1rtwVVDpubrl/pkGbgJi637jo7QGwJ2tKmhDV0kCVIakp1yNk4"
+    "9xsDAk5mo8lbPTvwxPfLTenQZ/O3LOE2mSl0SFSZ9w16pedeaKDtd2kPjSmk1ft1vptdeTs10vZp0S4ldyQk6Z7ulB"
+    "cXbxLgLNZ1Kb5S4p80T7wa+gBExGYkjm1k1owFW3PP+BF7D1RZx+AWG0A0BxSjLn7eX5OIpWRN2JQGAqKrvjsBECKQ"
+    "Xbx93fXseB0k13QG6l+CSkaBCOqwYdovDSWIdZg9T/zpUPtWjLMFi/erjYHQpdSJBeuKRw77d30MGStNpY8QO5T6t/"
+    "0mXsApvCZUHLNo68GXc0st9DIBAZRTsHaUBVkFl36GPsGBRWQzJAAiCHGHTOohRAOtfg2UEv+HSrGcxR5hu1rYBtzz"
+    "jvW1e51wl7GgybjGJtzLTU0O7zsDEwjQDpwo38E0/XCdx6SND0DvKmbX5g2aBsw3SNdjDj29R/SWmL5ss8iNQ8PlKs"
+    "mqX8uF8esJZMsLyebPC4pgmSvqMCa9cegUbuYcBbPOmYIuQevnjN3+31FZDzefuxlm7XDPAI3CF0zBlBGRZIoeG8Pq"
+    "W7As9+ltZrKO2z7/VzDPwcNbNA/OMGSt1Pvh1myhKTEeGCn0GP8K7/t/HcTz3CC9yz4Ln5Hxnn0dE="
+)
+"""Dear-language evidence of each letter pair (`_token_estimate._PAIR_EVIDENCE`)."""
+
+EVIDENCE = (
+    "eNpjYKAQsP75zcTwg+E7A5fAPxbGv//ZGf7+YuT4/eOHInHyFAIHB2MHKABxgCImDiAaKMzgYMlgREAebAJEEioN"
+    "N9fICFUEJoHhADMzJK65OYS2toZYaGiIrFhHB0UnFuMHCxjUjqM+sGIYqeCAHTBJO9jD4puFjYmNjeE3I9M71q//"
+    "GRgYGRn+c/34y/mT6yfDgfcHXn4hJI9u3igYBaNg8AIAcgNMiQ=="
+)
+"""Language evidence of each code point below U+0800 (`_token_estimate._EVIDENCE`)."""

@@ -30,11 +30,13 @@ from langchain_contextkit._token_estimate import (
     ALPHABET,
     CHUNK,
     CHUNKS_BACK,
+    DEAR_THRESHOLD,
     LATIN,
     LONG_RUN,
     LONG_RUN_RATE,
     MILLI,
     N_CLASSES,
+    REGIMES,
     SCRIPT_OF_CLASS,
     SPACE_RUN,
     SPACE_TOKEN,
@@ -49,11 +51,17 @@ from langchain_contextkit._token_estimate import (
 
 __all__ = ["count_text_tokens", "count_texts_tokens"]
 
-_RUN_TABLE = 1024
-"""Runs up to this long are priced by table lookup; longer ones (rare) by the formula."""
-_KEYS = 8
+_RUN_TABLE = 4096
+"""Runs up to this long are priced by table lookup; longer ones (rare) by the formula. A
+text no longer than this needs no check for longer runs."""
+_KEYS = 16
 """A run's key: ``regime * 4 + script`` (script 0 is no letter and costs nothing); run
-costs are laid out by length, then key (``length << 3 | key``)."""
+costs are laid out by length, then key (``length << 4 | key``)."""
+_KEY_BITS = 4
+_COST_BITS = 20
+"""The numpy paths read a pair's cost and its dear-language evidence in one int32:
+``cost + evidence << _COST_BITS``. A chunk's costs sum below ``1 << _COST_BITS`` (32
+characters of at most 2**15 each), so one sum per chunk gives both."""
 
 
 class _Fast:
@@ -66,12 +74,15 @@ class _Fast:
         self.ascii_evidence = tables.evidence[:256].view(np.uint8).tobytes()
         self.evidence_list = tables.evidence.tolist()
         self.pair_list = tables.pair_cost.tolist()
-        # Pair costs by ``current * 256 + previous``: a little-endian uint16 read at every
-        # byte of the class bytes is that index. The narrowest type that holds the costs
-        # keeps the per-character arrays small (summed in int64).
-        narrow = np.int16 if int(tables.pair_cost.max()) < 1 << 15 else np.int32
-        pairs = tables.pair_cost.reshape(N_CLASSES + 1, N_CLASSES)
-        by_bytes = np.zeros((256, 256), dtype=narrow)
+        self.pair_evidence_list = tables.pair_evidence.tolist()
+        # Pair costs and evidence by ``current * 256 + previous``: a little-endian uint16
+        # read at every byte of the class bytes is that index.
+        if int(tables.pair_cost.max()) >= 1 << (_COST_BITS - 5) or tables.pair_cost.min() < 0:
+            msg = "pair costs must lie in [0, 2**15) to be packed with their evidence"
+            raise ValueError(msg)
+        packed = tables.pair_cost + (tables.pair_evidence << _COST_BITS)
+        pairs = packed.reshape(N_CLASSES + 1, N_CLASSES)
+        by_bytes = np.zeros((256, 256), dtype=np.int32)
         by_bytes[:N_CLASSES, : N_CLASSES + 1] = pairs.T
         self.pair_by_bytes = by_bytes.reshape(-1)
         # The Basic Multilingual Plane's class and evidence in one little-endian uint16.
@@ -80,25 +91,24 @@ class _Fast:
         self.bmp_class_evidence = (
             tables.classes[:0x10000].astype(np.uint16) | bmp_evidence << 8
         ).astype("<u2")
-        table = tables.letter_rate.reshape(2, 2, _PER_ROW)
-        # first[key]: a word's first letter; rates[key]: each stride's rate (key 0-7).
+        table = tables.letter_rate.reshape(2, REGIMES, _PER_ROW)
+        # first[key]: a word's first letter; rates[key]: each stride's rate (key 0-15).
         self.first = [0] * _KEYS
         self.rates: list[list[int]] = [[0] * len(STRIDES) for _ in range(_KEYS)]
         for script in (LATIN, ALPHABET):
-            for regime in (0, 1):
+            for regime in range(REGIMES):
                 key = regime * 4 + script
                 self.first[key] = int(table[script - 1, regime, 0])
                 self.rates[key] = [int(r) for r in table[script - 1, regime, 1:]]
-        self.first_list = [0, 0]  # by script * 2 + regime, for the loop
-        self.first_list += [self.first[r * 4 + s] for s in (LATIN, ALPHABET) for r in (0, 1)]
-        self.first_list += [0, 0]  # SPACES: a run's first space is free
+        # By script * REGIMES + regime, for the loop; a run of spaces' first space is free.
+        self.first_list = [self.first[r * 4 + s] for s in range(4) for r in range(REGIMES)]
         # Indexed by script and regime, then by a letter's position in its word.
-        by_position = [0] * (4 * 2 * _PERIOD)
+        by_position = [0] * (4 * REGIMES * _PERIOD)
         for script in (LATIN, ALPHABET):
-            for regime in (0, 1):
+            for regime in range(REGIMES):
                 rates = self.rates[regime * 4 + script]
                 for position in range(1, _PERIOD + 1):
-                    by_position[(script * 2 + regime) * _PERIOD + position - 1] = sum(
+                    by_position[(script * REGIMES + regime) * _PERIOD + position - 1] = sum(
                         rate
                         for stride, rate in zip(STRIDES, rates, strict=True)
                         if not position % stride
@@ -130,12 +140,14 @@ _SHORT_TEXT = 96
 """Below this many characters a plain loop beats numpy's per-call overhead."""
 _BLOCK = 1 << 20
 """Long texts are counted in blocks of about this many characters to bound memory."""
-_SCRIPT_KEYS = (
-    SCRIPT_OF_CLASS + bytes(256 - len(SCRIPT_OF_CLASS)),
-    bytes(s + 4 if s else 0 for s in SCRIPT_OF_CLASS) + bytes(256 - len(SCRIPT_OF_CLASS)),
+_SCRIPT_KEYS = tuple(
+    bytes(s + 4 * regime if s else 0 for s in SCRIPT_OF_CLASS) + bytes(256 - len(SCRIPT_OF_CLASS))
+    for regime in range(REGIMES)
 )
-"""Class byte -> run key, in regime 0 and in regime 1 (bytes.translate tables)."""
+"""Class byte -> run key, in each regime (bytes.translate tables)."""
 _CHUNK_STARTS = np.arange(0, _BLOCK + CHUNK, CHUNK, dtype=np.intp)
+_PAIR_CHUNK_STARTS = np.maximum(_CHUNK_STARTS - 1, 0)
+"""Where each chunk's pairs start among `_pair_costs` (entry i is character i + 1)."""
 
 
 def _finish(milli: int) -> int:
@@ -148,22 +160,26 @@ def _count_short(text: str, fast: _Fast | None = None) -> int:
     classes = fast.class_bytes
     evidence = fast.evidence_list
     pair_cost = fast.pair_list
+    pair_evidence = fast.pair_evidence_list
     by_position = fast.by_position
     first = fast.first_list
     scripts = SCRIPT_OF_CLASS
-    milli = run = regime = script = chunk = 0
+    milli = run = regime = script = chunk = dear = 0
     sums: list[int] = []
+    dear_sums: list[int] = []
     prev = START
     for i, ch in enumerate(text):
         if i and not i % CHUNK:  # a chunk ends: the next one's regime is its language
             sums.append(chunk)
-            chunk = 0
-            now = int(sum(sums[-CHUNKS_BACK:]) > THRESHOLD)
+            dear_sums.append(dear)
+            chunk = dear = 0
+            now = _regime(sum(sums[-CHUNKS_BACK:]), sum(dear_sums[-CHUNKS_BACK:]))
             if now != regime:
                 regime, script = now, 0  # a regime change starts a new word
         cp = ord(ch)
         cls = classes[cp]
         milli += pair_cost[prev * N_CLASSES + cls]
+        dear += pair_evidence[prev * N_CLASSES + cls]
         if cp < _EVIDENCE_END:
             chunk += evidence[cp]
         own = scripts[cls]
@@ -172,18 +188,25 @@ def _count_short(text: str, fast: _Fast | None = None) -> int:
                 run += 1
             else:
                 script, run = own, 1
-                milli += first[own * 2 + regime]
+                milli += first[own * REGIMES + regime]
             if own == SPACES:
                 if run == 2 or not run % SPACE_TOKEN:  # noqa: PLR2004 - a run's second space
                     milli += SPACE_RUN
             else:
-                milli += by_position[(own * 2 + regime) * _PERIOD + (run - 1) % _PERIOD]
+                milli += by_position[(own * REGIMES + regime) * _PERIOD + (run - 1) % _PERIOD]
                 if run > LONG_RUN:
                     milli += LONG_RUN_RATE
         else:
             script = 0
         prev = cls
     return _finish(milli)
+
+
+def _regime(evidence: int, dear: int) -> int:
+    """A chunk's regime from the evidence of the chunks before it: dear, costly or cheap."""
+    if dear > DEAR_THRESHOLD:
+        return 2
+    return int(evidence > THRESHOLD)
 
 
 def _class_and_evidence(text: str, fast: _Fast) -> tuple[bytes, npt.NDArray[np.int8]]:
@@ -210,8 +233,8 @@ def _pair_costs(class_bytes: bytes, fast: _Fast) -> npt.NDArray[np.signedinteger
     return np.take(fast.pair_by_bytes, codes)
 
 
-def _regimes(sums: npt.NDArray[np.int64], before: tuple[int, ...]) -> npt.NDArray[np.bool_]:
-    """Each chunk's regime in one text: the evidence of the CHUNKS_BACK chunks before it.
+def _window_sums(sums: npt.NDArray[np.int64], before: tuple[int, ...]) -> npt.NDArray[np.int64]:
+    """Each chunk's sum over the CHUNKS_BACK chunks before it, in one text.
 
     `before` holds the sums of the chunks before `sums` (the block before, at most
     CHUNKS_BACK of them).
@@ -222,35 +245,46 @@ def _regimes(sums: npt.NDArray[np.int64], before: tuple[int, ...]) -> npt.NDArra
     padded[CHUNKS_BACK + 1 :] = sums
     total: npt.NDArray[np.int64] = padded.cumsum()
     # Chunk j sits at j + CHUNKS_BACK + 1; the chunks before it at j + 1 .. j + CHUNKS_BACK.
-    window = total[CHUNKS_BACK : CHUNKS_BACK + m] - total[:m]
-    return window > THRESHOLD
+    return total[CHUNKS_BACK : CHUNKS_BACK + m] - total[:m]
 
 
-def _batch_regimes(
+def _batch_window_sums(
     sums: npt.NDArray[np.int64], firsts: npt.NDArray[np.intp]
-) -> npt.NDArray[np.bool_]:
-    """`_regimes` of many texts' chunks; `firsts[j]` is the first chunk of chunk j's text."""
+) -> npt.NDArray[np.int64]:
+    """`_window_sums` of many texts' chunks; `firsts[j]` is the first chunk of chunk j's text."""
     total = np.zeros(len(sums) + 1, dtype=np.int64)
     np.cumsum(sums, out=total[1:])
     index = np.arange(len(sums), dtype=np.intp)
     low = np.maximum(index - CHUNKS_BACK, firsts)
-    window = total[index] - total[low]
-    return window > THRESHOLD
+    return total[index] - total[low]
 
 
-def _run_keys(class_bytes: bytes, regimes: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.uint8]:
+def _regimes(
+    evidence: npt.NDArray[np.int64], is_dear: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.uint8]:
+    """`_regime` of every chunk, from its letter evidence window and whether it is dear."""
+    regimes = (evidence > THRESHOLD).astype(np.uint8)
+    regimes[is_dear] = 2
+    return regimes
+
+
+def _run_keys(
+    class_bytes: bytes, regimes: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None
+) -> npt.NDArray[np.uint8]:
     """Every character's run key: its script, and the regime of its chunk (None: all 0)."""
-    if regimes is None or not regimes.any():
+    if regimes is None:
         return np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[0]), dtype=np.uint8)
-    if regimes.all():
-        return np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[1]), dtype=np.uint8)
     # Stretches of one regime are few: each is translated with its own table.
     changes = ((regimes[1:] != regimes[:-1]).nonzero()[0] + 1).tolist()
-    bounds = [0, *(c * CHUNK for c in changes), len(class_bytes)]
-    first = int(regimes[0])
+    if not changes:
+        table = _SCRIPT_KEYS[int(regimes[0])]
+        return np.frombuffer(class_bytes.translate(table), dtype=np.uint8)
+    starts = [0, *changes]
+    values = regimes[starts].tolist()
+    bounds = [*(c * CHUNK for c in starts), len(class_bytes)]
     keys = b"".join(
-        class_bytes[bounds[i] : bounds[i + 1]].translate(_SCRIPT_KEYS[first ^ (i & 1)])
-        for i in range(len(bounds) - 1)
+        class_bytes[bounds[i] : bounds[i + 1]].translate(_SCRIPT_KEYS[values[i]])
+        for i in range(len(starts))
     )
     return np.frombuffer(keys, dtype=np.uint8)
 
@@ -278,9 +312,10 @@ def _runs(keys: npt.NDArray[np.uint8], breaks: npt.NDArray[np.intp] | None, fast
     starts = bounds[:-1]
     lengths = bounds[1:] - starts
     run_keys = np.take(keys, starts)
-    # run_table is laid out by length, then key: one shift and one add make the index.
-    longest = int(lengths.max())
-    index = (lengths if longest <= _RUN_TABLE else np.minimum(lengths, _RUN_TABLE)) << 3
+    # run_table is laid out by length, then key: one shift and one add make the index. No
+    # run of a text of at most _RUN_TABLE characters is longer than the table.
+    longest = int(lengths.max()) if n > _RUN_TABLE else 0
+    index = (lengths if longest <= _RUN_TABLE else np.minimum(lengths, _RUN_TABLE)) << _KEY_BITS
     index += run_keys
     costs = np.take(fast.run_table, index)
     if longest > _RUN_TABLE:  # rare: priced by the formula
@@ -296,22 +331,44 @@ class _Carry:
     prev: int = START
     key: int = 0  # the run the block ended in
     run: int = 0  # ... and its length so far
-    sums: tuple[int, ...] = ()  # evidence of the last CHUNKS_BACK chunks
+    sums: tuple[int, ...] = ()  # letter evidence of the last CHUNKS_BACK chunks
+    dear: tuple[int, ...] = ()  # ... and their pair evidence
 
 
-def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
-    """Milli-tokens of one block of a text; updates `carry` for the next block."""
+def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -> int:
+    """Milli-tokens of one block of a text; updates `carry` for the next block (`more`)."""
     n = len(block)
     class_bytes, evidence = _class_and_evidence(block, fast)
-    milli: int = fast.pair_list[carry.prev * N_CLASSES + class_bytes[0]]
-    milli += int(_pair_costs(class_bytes, fast).sum(dtype=np.int64))
     chunks = -(-n // CHUNK)
     sums = np.add.reduceat(evidence, _CHUNK_STARTS[:chunks], dtype=np.int64)
-    # Evidence that cannot pass the threshold leaves every chunk in regime 0.
+    first = carry.prev * N_CLASSES + class_bytes[0]
+    milli: int = fast.pair_list[first]
+    if n > 1:  # each chunk's pair costs and pair evidence, in one sum of packed values
+        packed = np.add.reduceat(
+            _pair_costs(class_bytes, fast), _PAIR_CHUNK_STARTS[:chunks], dtype=np.int64
+        )
+        dear = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
+        milli += int(packed.sum()) - (int(dear.sum()) << _COST_BITS)
+    else:
+        dear = np.zeros(1, dtype=np.int64)
+    first_evidence = fast.pair_evidence_list[first]
+    if first_evidence:  # the block's first pair joins chunk 0 (a text's first has none)
+        dear[0] += first_evidence
+    # Evidence that cannot pass a threshold leaves every chunk in regime 0.
     most = max(int(sums.max()), *carry.sums) if carry.sums else int(sums.max())
-    regimes = _regimes(sums, carry.sums) if most * CHUNKS_BACK > THRESHOLD else None
+    most_dear = max(int(dear.max()), *carry.dear) if carry.dear else int(dear.max())
+    regimes: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None
+    is_dear = None
+    if most_dear * CHUNKS_BACK > DEAR_THRESHOLD:
+        is_dear = _window_sums(dear, carry.dear) > DEAR_THRESHOLD
+    if is_dear is not None and is_dear.any():
+        regimes = _regimes(_window_sums(sums, carry.sums), is_dear)
+    elif most * CHUNKS_BACK > THRESHOLD:  # cheap or costly only (a bool is regime 0 or 1)
+        regimes = _window_sums(sums, carry.sums) > THRESHOLD
     runs = _runs(_run_keys(class_bytes, regimes), None, fast)
     milli += int(runs.costs.sum())
+    if not carry.key and not more:  # a whole text: no word goes on from or into another block
+        return milli
     key, length = int(runs.keys[0]), int(runs.lengths[0])
     continued = key == carry.key and key % 4 != 0  # the word (or run) before goes on
     if continued:
@@ -322,6 +379,7 @@ def _count_block(block: str, carry: _Carry, fast: _Fast) -> int:
     carry.key = int(runs.keys[-1])
     carry.prev = class_bytes[-1]
     carry.sums = (*carry.sums, *sums[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
+    carry.dear = (*carry.dear, *dear[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
     return milli
 
 
@@ -342,6 +400,8 @@ def count_text_tokens(text: str) -> int:
     carry = _Carry()
     milli = 0
     step = max(_BLOCK // CHUNK, 1) * CHUNK  # blocks end on chunk boundaries
+    if len(text) <= step:  # one block (the usual case): no carry to keep
+        return _finish(_count_block(text, carry, _FAST, more=False)) if text else 0
     for start in range(0, len(text), step):
         milli += _count_block(text[start : start + step], carry, _FAST)
     return _finish(milli)
@@ -406,18 +466,22 @@ def _count_batch(texts: list[str], batch: list[int], counts: list[int], fast: _F
     cost = np.empty(n, dtype=fast.pair_by_bytes.dtype)
     cost[1:] = _pair_costs(class_bytes, fast)
     cost[text_starts] = fast.pair_by_bytes[cls[text_starts].astype(np.intp) * 256 + START]
-    milli = np.add.reduceat(cost, text_starts, dtype=np.int64)
 
     # Chunks start afresh at every text's start.
     chunks = [-(-m // CHUNK) for m in lengths]
     offsets = np.repeat(text_starts, chunks)
     firsts = np.repeat(np.cumsum([0, *chunks[:-1]]), chunks).astype(np.intp)
     chunk_starts = offsets + (np.arange(len(offsets)) - firsts) * CHUNK
+    packed = np.add.reduceat(cost, chunk_starts, dtype=np.int64)
+    dear = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
+    costs = packed - (dear << _COST_BITS)
+    milli = np.add.reduceat(costs, np.cumsum([0, *chunks[:-1]]), dtype=np.int64)
     sums = np.add.reduceat(evidence, chunk_starts, dtype=np.int64)
-    regimes = _batch_regimes(sums, firsts)
-    if regimes.any() and not regimes.all():
+    is_dear = _batch_window_sums(dear, firsts) > DEAR_THRESHOLD
+    regimes = _regimes(_batch_window_sums(sums, firsts), is_dear)
+    if regimes.any() and not (regimes == regimes[0]).all():
         # A chunk's key shift spans the chunk, which may end early at a text's end.
-        shift = np.repeat(regimes.astype(np.uint8) * 4, np.diff(chunk_starts, append=n))
+        shift = np.repeat(regimes * 4, np.diff(chunk_starts, append=n))
         keys = np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[0]), dtype=np.uint8) + shift
     else:
         keys = _run_keys(class_bytes, regimes)

@@ -49,15 +49,19 @@ data, never any part of the vocabularies themselves.
 
 from __future__ import annotations
 
-import base64
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from langchain_contextkit._tier_tables import CJK_TIERS, LETTER_PAIRS
+from langchain_contextkit._tier_tables import CJK_TIERS, EVIDENCE, LETTER_PAIRS, PAIR_EVIDENCE
 from langchain_contextkit._token_groups import GROUPS, transition_groups
+from langchain_contextkit._token_packing import (
+    pack_bytes,
+    pack_two_bits,
+    unpack_bytes,
+    unpack_two_bits,
+)
 
 __all__ = ["TABLES", "Tables"]
 
@@ -154,14 +158,13 @@ _CJK_RANGES = (
 _CJK_TIERS = CJK_TIERS
 """zlib + base64 of two bits per character of `_CJK_RANGES`: cl100k's tokens for it alone, 1-3
 (`_tier_tables`)."""
-_EVIDENCE = (
-    "eNpjYKAQsP75zcTwg+E7A5fAPxbGv//ZGf7+YuT4/eOHInHyFAIHB2MHKABxgCImDiAaKMzgYMlgREAebAJEEioN"
-    "N9fICFUEJoHhADMzJK65OYS2toZYaGiIrFhHB0UnFuMHCxjUjqM+sGIYqeCAHTBJO9jD4puFjYmNjeE3I9M71q//"
-    "GRgYGRn+c/34y/mT6yfDgfcHXn4hJI9u3igYBaNg8AIAcgNMiQ=="
-)
+_EVIDENCE = EVIDENCE
 """zlib + base64 of one signed byte per code point below U+0800 (case-folded letters)."""
 
 _LETTER_PAIRS = LETTER_PAIRS
+_PAIR_EVIDENCE = PAIR_EVIDENCE
+"""zlib + base64 of one signed byte per pair of `PAIRED_LETTERS`, as `_LETTER_PAIRS`: the
+log-likelihood ratio (1/4 nat) of the pair between Welsh and all other text with letters."""
 """zlib + base64 of one byte per pair of `PAIRED_LETTERS` (previous, then current): how
 often cl100k or o200k (the dearer) cuts a word between the two, in 1/255, every category
 of text weighted alike."""
@@ -176,6 +179,17 @@ CHUNKS_BACK = 4
 """A chunk's regime is decided by the evidence of this many chunks before it."""
 THRESHOLD = 16
 """Evidence (1/16 nat units) above which those chunks read as a costly language."""
+REGIMES = 3
+"""Cheap, costly and dear: a dear chunk follows chunks whose letter pairs read as a language
+cl100k cuts every two or three letters (Welsh: ``dd``, ``ll``, ``wy``, ``yw``), which the
+letters alone read as English (``w``, ``y``, ``h``). It pays the costly rates plus
+`DEAR_LETTER_RATE` for every letter."""
+DEAR_THRESHOLD = 40
+"""Pair evidence (`_PAIR_EVIDENCE`, 1/4 nat) of the CHUNKS_BACK chunks before, above which a
+chunk is dear."""
+DEAR_LETTER_RATE = 100
+"""Milli-tokens every letter of a dear chunk pays on top of the costly rates (picked on the
+fit half from 60, 80, 100, 120: the least mean absolute error on Welsh)."""
 
 # Milli-tokens: the fitted weights (bench/fit_token_weights.py).
 CHAR_RATE: dict[int, int] = {
@@ -237,44 +251,14 @@ def sum_transitions(weights: dict[str, int]) -> dict[tuple[int, int], int]:
 
 
 TRANSITION = sum_transitions(TRANSITION_WEIGHT)
+# fmt: off
 LETTER_RATE: tuple[int, ...] = (
-    0,
-    43,
-    0,
-    0,
-    0,
-    34,
-    0,
-    0,
-    0,
-    0,
-    0,
-    0,
-    137,
-    50,
-    138,
-    596,
-    0,
-    0,
-    0,
-    94,
-    0,
-    0,
-    0,
-    243,
-    1389,
-    0,
-    2146,
-    0,
-    0,
-    329,
-    0,
-    0,
-    79,
-    456,
-    0,
-    0,
+    0, 43, 0, 0, 0, 34, 0, 0, 0,  # latin cheap: first letter, strides
+    0, 0, 0, 137, 50, 138, 596, 0, 0,  # latin costly: first letter, strides
+    0, 94, 0, 0, 0, 243, 1389, 0, 2146,  # alphabet cheap: first letter, strides
+    0, 0, 329, 0, 0, 79, 456, 0, 0,  # alphabet costly: first letter, strides
 )
+# fmt: on
 """By script, regime and stride (see N_LETTER_RATES)."""
 GROUP_RATE: dict[str, int] = {
     "arabic": 916,
@@ -368,27 +352,19 @@ def _cjk_class(cp: int, tier: int) -> int:
 def unpack_tiers(packed: str) -> npt.NDArray[np.uint8]:
     """The tier (1-3) of every character of `_CJK_RANGES`, in order."""
     size = sum(last - first for first, last in _CJK_RANGES)
-    if not packed:
-        return np.ones(size, dtype=np.uint8)
-    raw = np.frombuffer(zlib.decompress(base64.b64decode(packed)), dtype=np.uint8)
-    tiers = np.stack([(raw >> shift) & 3 for shift in (0, 2, 4, 6)], axis=1).reshape(-1)
-    return tiers[:size] + 1
+    return unpack_two_bits(packed, size) + 1 if packed else np.ones(size, dtype=np.uint8)
 
 
 def pack_tiers(tiers: npt.NDArray[np.uint8]) -> str:
     """Inverse of `unpack_tiers` (used by the fit script)."""
-    values = np.zeros(-(-len(tiers) // 4) * 4, dtype=np.uint8)
-    values[: len(tiers)] = np.asarray(tiers, dtype=np.uint8) - 1
-    quads = values.reshape(-1, 4)
-    raw = quads[:, 0] | quads[:, 1] << 2 | quads[:, 2] << 4 | quads[:, 3] << 6
-    return base64.b64encode(zlib.compress(raw.astype(np.uint8).tobytes(), 9)).decode()
+    return pack_two_bits(np.asarray(tiers, dtype=np.uint8) - 1)
 
 
 def unpack_evidence(packed: str) -> npt.NDArray[np.int8]:
     """Language evidence of each code point below U+0800, in 1/16 nat (+: costly)."""
     evidence = np.zeros(_EVIDENCE_END, dtype=np.int8)
     if packed:
-        raw = np.frombuffer(zlib.decompress(base64.b64decode(packed)), dtype=np.int8)
+        raw = unpack_bytes(packed).view(np.int8)
         evidence[: len(raw)] = raw
     evidence[-1] = 0  # every code point past the table reads this entry (take, mode="clip")
     return evidence
@@ -396,7 +372,7 @@ def unpack_evidence(packed: str) -> npt.NDArray[np.int8]:
 
 def pack_evidence(evidence: npt.NDArray[np.int8]) -> str:
     """Inverse of `unpack_evidence` (used by the fit script)."""
-    return base64.b64encode(zlib.compress(np.asarray(evidence, np.int8).tobytes(), 9)).decode()
+    return pack_bytes(np.asarray(evidence, np.int8))
 
 
 def build_class_table(
@@ -453,13 +429,12 @@ def unpack_group_tiers(packed: str | None = None) -> npt.NDArray[np.uint8]:
     """``group * TIERS + tier - 1`` of every code point (`_tier_tables.GROUP_TIERS`)."""
     from langchain_contextkit._tier_tables import GROUP_TIERS  # noqa: PLC0415 - data only
 
-    raw = zlib.decompress(base64.b64decode(GROUP_TIERS if packed is None else packed))
-    return np.frombuffer(raw, dtype=np.uint8).copy()
+    return unpack_bytes(GROUP_TIERS if packed is None else packed)
 
 
 def pack_group_tiers(values: npt.NDArray[np.uint8]) -> str:
     """Inverse of `unpack_group_tiers` (used by the fit script)."""
-    return base64.b64encode(zlib.compress(np.asarray(values, np.uint8).tobytes(), 9)).decode()
+    return pack_bytes(np.asarray(values, np.uint8))
 
 
 def unpack_letter_pairs(packed: str) -> npt.NDArray[np.uint8]:
@@ -467,13 +442,12 @@ def unpack_letter_pairs(packed: str) -> npt.NDArray[np.uint8]:
     size = len(PAIRED_LETTERS)
     if not packed:
         return np.zeros((size, size), dtype=np.uint8)
-    raw = np.frombuffer(zlib.decompress(base64.b64decode(packed)), dtype=np.uint8)
-    return raw.reshape(size, size).copy()
+    return unpack_bytes(packed).reshape(size, size)
 
 
 def pack_letter_pairs(shares: npt.NDArray[np.uint8]) -> str:
     """Inverse of `unpack_letter_pairs` (used by the fit script)."""
-    return base64.b64encode(zlib.compress(np.asarray(shares, np.uint8).tobytes(), 9)).decode()
+    return pack_bytes(np.asarray(shares, np.uint8))
 
 
 def letter_pair_excess(shares: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
@@ -549,6 +523,8 @@ class Tables:
     evidence: npt.NDArray[np.int8]
     pair_cost: npt.NDArray[np.int64]
     letter_rate: npt.NDArray[np.int64]
+    pair_evidence: npt.NDArray[np.int64]
+    """Dear-language evidence of each class pair, indexed as `pair_cost`."""
 
     @classmethod
     def build(
@@ -567,6 +543,8 @@ class Tables:
         group_tiers: npt.NDArray[np.uint8] | None = None,
         letter_pairs: str = _LETTER_PAIRS,
         letter_pair_weight: int = LETTER_PAIR_WEIGHT,
+        pair_evidence: str = _PAIR_EVIDENCE,
+        dear_letter_rate: int = DEAR_LETTER_RATE,
     ) -> Tables:
         """Build the tables from the shipped parameters or from the fit script's."""
         chars, transitions = with_groups(
@@ -584,8 +562,28 @@ class Tables:
             pair_cost=build_pair_costs(
                 chars, RUN_START if run_start is None else run_start, transitions
             ),
-            letter_rate=np.array(letter_rate, dtype=np.int64),
+            letter_rate=with_dear_regime(letter_rate, dear_letter_rate),
+            pair_evidence=build_pair_evidence(unpack_letter_pairs(pair_evidence).view(np.int8)),
         )
+
+
+def with_dear_regime(letter_rate: tuple[int, ...], dear: int) -> npt.NDArray[np.int64]:
+    """The letter rates by script, regime (of `REGIMES`) and stride.
+
+    The dear regime's are the costly ones plus `dear` at stride 1 (every letter).
+    """
+    fitted = np.array(letter_rate, dtype=np.int64).reshape(2, 2, _PER_ROW)
+    dear_rates = fitted[:, 1].copy()
+    dear_rates[0, 1] += dear  # Latin words only: the evidence reads Latin letter pairs
+    return np.concatenate([fitted, dear_rates[:, None]], axis=1).reshape(-1)
+
+
+def build_pair_evidence(evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]:
+    """`Tables.pair_evidence` from the evidence of each pair of `PAIRED_LETTERS`."""
+    table = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
+    paired = np.array(PAIRED_LETTERS)
+    table[np.ix_(paired, paired)] = evidence
+    return table.reshape(-1)
 
 
 TABLES = Tables.build()

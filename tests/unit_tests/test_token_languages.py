@@ -1,5 +1,6 @@
 """count_tokens across scripts and languages: invariants, and no bias low on real man pages."""
 
+import dataclasses
 import gzip
 import re
 from pathlib import Path
@@ -13,6 +14,7 @@ from langchain_contextkit import (
     count_tokens,
     tiktoken_counter,
 )
+from langchain_contextkit._token_estimate import TABLES, Tables
 
 # Letters of every class the model splits: cheap and rare accents, Cyrillic with its
 # Ukrainian and Serbian letters, Greek, CJK of each tier, and the evidence-heavy z, k, j.
@@ -76,3 +78,57 @@ def test_no_bias_low_on_man_pages() -> None:
     exact = tiktoken_counter("cl100k_base")
     estimate, truth = sum(map(count_tokens, pages)), sum(map(exact, pages))
     assert estimate >= 0.95 * truth, (estimate, truth)
+
+
+# Letter pairs of Welsh (dd, ll, wy, yw, rh, ff) and of English: texts of these trigger the
+# dear regime in some chunks and not in others.
+_WELSH_PIECES = st.sampled_from(
+    ["dd", "ll", "wy", "yw", "rh", "ff", *"aeio", " ", "the ", "and ", "\n", "Y", "ŵ"]
+)
+_WELSH = (
+    "Mae'r ffeil hon wedi cael ei dileu o'r cyfeiriadur. Dewiswch ffolder newydd i gadw'r "
+    "ddogfen, neu rhowch enw arall i'r ffeil. Ni ellir agor y ffenestr hon ar hyn o bryd; "
+    "ceisiwch eto yn nes ymlaen. Mae'r gosodiadau wedi eu cadw'n llwyddiannus. Dylid "
+    "defnyddio'r rhaglen hon i reoli eich cyfrifon ebost a'ch cysylltiadau. "
+)
+
+
+@given(text=st.lists(_WELSH_PIECES, max_size=150).map("".join))
+@settings(max_examples=200, deadline=None)
+def test_every_path_agrees_across_dear_chunks(text: str) -> None:
+    expected = counting._count_short(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(counting, "_SHORT_TEXT", 0)
+        assert counting.count_text_tokens(text) == expected
+        patch.setattr(counting, "_BLOCK", 7)  # one chunk per block: windows cut
+        assert counting.count_text_tokens(text) == expected
+    assert count_each([text[:40], text, "x"]) == [
+        counting._count_short(text[:40]),
+        expected,
+        counting._count_short("x"),
+    ]
+
+
+def test_welsh_pays_the_dear_rate_and_english_does_not() -> None:
+    english = "The file has been removed from the folder; choose another one and try again. " * 4
+    without = counting._Fast(Tables.build(dear_letter_rate=0))
+    welsh_text = _WELSH * 2
+    assert counting._count_short(welsh_text) > counting._count_short(welsh_text, without)
+    assert counting._count_short(english) == counting._count_short(english, without)
+    # Only chunks after Welsh ones are dear: the first CHUNKS_BACK chunks carry no charge.
+    assert counting._count_short(welsh_text[:32]) == counting._count_short(welsh_text[:32], without)
+
+
+def test_welsh_is_not_counted_low_against_cl100k() -> None:
+    # cl100k cuts Welsh every two or three letters; without the dear regime this text
+    # counted 28% low (296 for 413), the bench's worst-document limit is 15% low.
+    exact = tiktoken_counter("cl100k_base")
+    text = _WELSH * 3
+    assert count_tokens(text) >= 0.9 * exact(text), (count_tokens(text), exact(text))
+
+
+def test_pair_costs_that_cannot_be_packed_are_refused() -> None:
+    too_dear = TABLES.pair_cost.copy()
+    too_dear[5] = 1 << 15
+    with pytest.raises(ValueError, match="packed"):
+        counting._Fast(dataclasses.replace(TABLES, pair_cost=too_dear))
