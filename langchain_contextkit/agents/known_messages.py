@@ -82,9 +82,11 @@ class KnownMessages:
             self._remember(key, (tuple(out), None))  # the caller's own list, passed back
             return out
         n = len(came or ())
-        if not (came and n <= len(out) and all(map(operator.is_, out[:n], map(_CALL, came)))):
+        if came and n <= len(out) and all(map(operator.is_, out[:n], map(_CALL, came))):
+            raw = came + tuple(map(weakref.ref, out[n:]))  # the same copies, and new ones
+        else:
             n = _adoptable(out, known)  # not the copies of the last call: compare fields
-        raw = tuple(map(weakref.ref, out))
+            raw = tuple(map(weakref.ref, out))
         if n:
             out[:n] = known[:n]
         self._remember(key, (tuple(out), raw))

@@ -118,6 +118,11 @@ def test_the_runs_next_call_matches_its_copies_by_pointer(monkeypatch: pytest.Mo
     assert compared == [len(first)]
     assert all(a is b for a, b in zip(adopted, first, strict=False))
     assert adopted[-2:] == after_tool[-2:]
+    third = [*after_tool, AIMessage("done", id="x3")]  # and once more, a step later
+    again = known.adopt(third)
+    assert compared == [len(first)]
+    assert all(a is b for a, b in zip(again, first, strict=False))
+    assert again[len(first) :] == third[len(first) :]
 
 
 def test_the_copies_are_not_kept_alive() -> None:
