@@ -182,7 +182,8 @@ async def test_the_async_twins_share_through_the_store() -> None:
 # -- the issue's scenario: three create_agent workers, one InMemoryStore, one thread ------
 
 
-def agent_worker(store: BaseStore) -> tuple[Any, list[int]]:
+def summariser() -> tuple[ScriptedChatModel, list[int]]:
+    """A model at 8k that answers the user and counts every other request (a recap)."""
     summaries = [0]
 
     def respond(messages: list[BaseMessage]) -> AIMessage:
@@ -193,6 +194,11 @@ def agent_worker(store: BaseStore) -> tuple[Any, list[int]]:
         return AIMessage("Facts:\n- User: the orders go to their docks.")
 
     model = ScriptedChatModel(respond=respond, context_window=8_000, max_output_tokens=512)
+    return model, summaries
+
+
+def agent_worker(store: BaseStore) -> tuple[Any, list[int]]:
+    model, summaries = summariser()
     middleware = ContextKitMiddleware.for_model(model)
     return create_agent(model, [], middleware=[middleware], store=store), summaries
 

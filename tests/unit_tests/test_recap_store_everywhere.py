@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _postgres import LOCALHOST
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 from langgraph.graph import START, StateGraph
 from langgraph.store.memory import InMemoryStore
-from test_recap_store import USER, thread
+from test_recap_store import USER, agent_worker as kit_agent, summariser, thread
 
-from langchain_contextkit import CompactionMiddleware, ContextKitMiddleware, HistoryCompactor
+from langchain_contextkit import CompactionMiddleware, HistoryCompactor
 from langchain_contextkit.agents.nodes import (
     CompactionGraphState,
     ContextGraphState,
@@ -27,7 +27,6 @@ from langchain_contextkit.agents.nodes import (
     context_node,
 )
 from langchain_contextkit.compaction.recap_store import RECAP_NAMESPACE
-from langchain_contextkit.testing import ScriptedChatModel
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator
@@ -37,30 +36,9 @@ if TYPE_CHECKING:
 QUESTION = HumanMessage(f"{USER} Which orders?")
 
 
-def summariser() -> tuple[ScriptedChatModel, list[int]]:
-    """A model that answers the user and counts every other request (a recap)."""
-    calls = [0]
-
-    def respond(messages: list[BaseMessage]) -> AIMessage:
-        last = messages[-1]
-        if isinstance(last, HumanMessage) and last.text.startswith(USER):
-            return AIMessage("Answered.")
-        calls[0] += 1
-        return AIMessage("Facts:\n- User: the orders go to their docks.")
-
-    model = ScriptedChatModel(respond=respond, context_window=8_000, max_output_tokens=512)
-    return model, calls
-
-
 def compaction_agent(store: BaseStore | None, recap_store: BaseStore | None = None) -> Any:
     model, calls = summariser()
     middleware = CompactionMiddleware(HistoryCompactor(model), recap_store=recap_store)
-    return create_agent(model, [], middleware=[middleware], store=store), calls
-
-
-def kit_agent(store: BaseStore) -> Any:
-    model, calls = summariser()
-    middleware = ContextKitMiddleware.for_model(model)
     return create_agent(model, [], middleware=[middleware], store=store), calls
 
 
