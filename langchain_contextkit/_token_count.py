@@ -17,7 +17,6 @@ Unicode, and with blocks cut inside words and runs of spaces).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -383,14 +382,27 @@ def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -
     return milli
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def _short_tokens(text: str) -> int:
-    """`_count_short` with the default tables, remembered.
+_SHORT_COUNTS: dict[str, int] = {}
+"""Counts of short texts, by `count_text_tokens` and `count_texts_tokens` alike. Short
+texts repeat: every message's role, every tool call's name; a history of 10,000 messages
+holds about 24,000 of them, a quarter distinct."""
+_SHORT_KEPT = 1 << 15
 
-    Short texts repeat: every message's role, every tool call's name; a history of
-    10,000 messages holds about 24,000 of them, a quarter distinct.
-    """
-    return _count_short(text)
+
+def _short_tokens(text: str) -> int:
+    """`_count_short` with the default tables, remembered in `_SHORT_COUNTS`."""
+    known = _SHORT_COUNTS.get(text)
+    if known is None:
+        known = _count_short(text)
+        _keep_short([(text, known)])
+    return known
+
+
+def _keep_short(counts: list[tuple[str, int]]) -> None:
+    """Remember short texts' counts, within `_SHORT_KEPT`."""
+    if len(_SHORT_COUNTS) + len(counts) > _SHORT_KEPT:
+        _SHORT_COUNTS.clear()  # a bound, not an eviction order: they are cheap to count again
+    _SHORT_COUNTS.update(counts)
 
 
 def count_text_tokens(text: str) -> int:
@@ -441,18 +453,10 @@ def count_texts_tokens(texts: list[str]) -> list[int]:
             batch, size = [], 0
     if batch:
         _count_batch(texts, batch, counts, _FAST)
-    if len(_SHORT_COUNTS) + len(short) > _SHORT_KEPT:
-        _SHORT_COUNTS.clear()  # a bound, not an eviction order: they are cheap to count again
-    _SHORT_COUNTS.update((texts[i], counts[i]) for i in short)
+    # Unseen short texts were counted in the batch (it gives `_count_short`'s figures): one
+    # at a time in Python, 6,500 of them took most of a cold 10,000-message call's counting.
+    _keep_short([(texts[i], counts[i]) for i in short])
     return counts
-
-
-_SHORT_COUNTS: dict[str, int] = {}
-"""Counts of short texts seen by `count_texts_tokens`: a history's roles, tool names and
-short replies repeat. The unseen ones join the numpy batch (which gives `_count_short`'s
-figures): read one character at a time in Python, 6,500 of them took most of a cold
-10,000-message call's counting."""
-_SHORT_KEPT = 1 << 15
 
 
 def _count_batch(texts: list[str], batch: list[int], counts: list[int], fast: _Fast) -> None:
