@@ -36,8 +36,8 @@ from langchain_core.callbacks import (
     adispatch_custom_event,
     dispatch_custom_event,
 )
-from langchain_core.runnables.config import ensure_config
 
+from langchain_contextkit.agents.state import run_callbacks
 from langchain_contextkit.errors import ConfigError, LedgerLogError
 
 if TYPE_CHECKING:
@@ -297,7 +297,7 @@ def _listened() -> bool:
     Building the run's callback manager costs more than the rest of the ledger line; a
     run with no handler (none configured, no tracing) would drop the event anyway.
     """
-    callbacks = ensure_config().get("callbacks")
+    callbacks = run_callbacks()
     if isinstance(callbacks, BaseCallbackManager):
         return bool(callbacks.handlers)
     return bool(callbacks)
