@@ -23,6 +23,8 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
+from langchain_contextkit.messages import equal_copies
+
 if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
 
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["KnownMessages"]
 
-_EXTRA = operator.attrgetter("__pydantic_extra__")
 _CALL = operator.call  # a weak reference's referent, or None once it is gone
 _Came = tuple["weakref.ref[BaseMessage]", ...]
 
@@ -112,9 +113,4 @@ def _adoptable(messages: list[BaseMessage], known: tuple[BaseMessage, ...]) -> i
     head = messages[:n]
     if all(map(operator.is_, head, known)):
         return n
-    # Types first: equal field dicts of a human and an AI message are not the same message.
-    if list(map(type, head)) != list(map(type, known)):
-        return 0
-    if list(map(vars, head)) != list(map(vars, known)):
-        return 0
-    return n if list(map(_EXTRA, head)) == list(map(_EXTRA, known)) else 0
+    return n if equal_copies(head, known) else 0

@@ -10,8 +10,8 @@ the history.
 
 A prefix is reused when the known messages still hold the content objects they were
 indexed with, and the history starts with those very objects (a C-level identity check)
-or with equal copies (a checkpointer's: every field compared with the known message's, a
-C-level dict comparison). A message replaced by id or edited (its content reassigned)
+or with equal copies (a checkpointer's: every field compared with the known message's in
+C, `equal_copies`). A message replaced by id or edited (its content reassigned)
 rebuilds the arrays from the per-message memos, which give the same figures more slowly.
 A `tool_calls` list reassigned on a message that keeps its object and content is the one
 edit these checks do not see.
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import ToolMessage
 
 from langchain_contextkit.compaction._recap_grid import chain_digests
-from langchain_contextkit.messages import CleanScan, resume_scan
+from langchain_contextkit.messages import CleanScan, equal_copies, resume_scan
 from langchain_contextkit.tokens import message_token_costs
 
 if TYPE_CHECKING:
@@ -176,8 +176,8 @@ def _prefix_of(history: Sequence[BaseMessage], known: HistoryArrays) -> HistoryA
     The known messages must still hold the content objects they were indexed with (a
     reassigned content is an edit). Then the same objects are checked by identity
     alone; equal copies (a checkpointer deserialises the thread for every run) by
-    comparing each copy's fields with the known message's, all of them and in C (a
-    dict comparison), and the arrays are then kept for the new objects.
+    comparing each copy's fields with the known message's, all of them and in C
+    (`equal_copies`), and the arrays are then kept for the new objects.
     """
     n = len(known.messages)
     if len(history) < n or not all(
@@ -187,6 +187,6 @@ def _prefix_of(history: Sequence[BaseMessage], known: HistoryArrays) -> HistoryA
     head = history[:n]
     if all(map(operator.is_, head, known.messages)):
         return known
-    if list(map(vars, head)) == list(map(vars, known.messages)):
+    if equal_copies(head, known.messages):
         return dataclasses.replace(known, messages=tuple(head), contents=tuple(map(_CONTENT, head)))
     return HistoryArrays()
