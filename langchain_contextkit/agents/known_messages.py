@@ -110,7 +110,5 @@ def _adoptable(messages: list[BaseMessage], known: tuple[BaseMessage, ...]) -> i
     n = len(known)
     if not n or n > len(messages):
         return 0
-    head = messages[:n]
-    if all(map(operator.is_, head, known)):
-        return n
-    return n if equal_copies(head, known) else 0
+    # (`adopt` has found them not to be the very objects: no pointer pass again.)
+    return n if equal_copies(messages[:n], known) else 0
