@@ -460,6 +460,9 @@ def count_texts_tokens(texts: list[str]) -> list[int]:
 
 
 def _count_batch(texts: list[str], batch: list[int], counts: list[int], fast: _Fast) -> None:
+    if len(batch) == 1:  # one text (an agent call's new result): no per-text arrays to build
+        counts[batch[0]] = count_text_tokens(texts[batch[0]])
+        return
     joined = "".join(texts[i] for i in batch)
     n = len(joined)
     class_bytes, evidence = _class_and_evidence(joined, fast)

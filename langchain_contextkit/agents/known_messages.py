@@ -23,7 +23,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.messages import equal_copies
+from langchain_contextkit.messages import equal_copies, starts_with
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
@@ -63,7 +63,7 @@ class KnownMessages:
     def __init__(self, size: int = 8) -> None:
         """Keep the lists of up to `size` histories."""
         # Per history: the list as adopted, and the list as it came (weak references).
-        self._recent: dict[Hashable, tuple[tuple[BaseMessage, ...], _Came | None]] = {}
+        self._recent: dict[Hashable, tuple[list[BaseMessage], _Came | None]] = {}
         self._lock = threading.Lock()
         self.size = size
 
@@ -77,10 +77,10 @@ class KnownMessages:
         if not out or not isinstance(key := out[0].id, str):
             return out  # no id: nothing names the history across copies
         with self._lock:
-            known, came = self._recent.get(key, ((), None))
+            known, came = self._recent.get(key, ([], None))
         n = len(known)
-        if n and n <= len(out) and all(map(operator.is_, out[:n], known)):
-            self._remember(key, (tuple(out), None))  # the caller's own list, passed back
+        if n and starts_with(out, known):
+            self._remember(key, (list(out), None))  # the caller's own list, passed back
             return out
         n = len(came or ())
         if came and n <= len(out) and all(map(operator.is_, out[:n], map(_CALL, came))):
@@ -90,10 +90,10 @@ class KnownMessages:
             raw = tuple(map(weakref.ref, out))
         if n:
             out[:n] = known[:n]
-        self._remember(key, (tuple(out), raw))
+        self._remember(key, (list(out), raw))
         return out
 
-    def _remember(self, key: Hashable, lists: tuple[tuple[BaseMessage, ...], _Came | None]) -> None:
+    def _remember(self, key: Hashable, lists: tuple[list[BaseMessage], _Came | None]) -> None:
         with self._lock:
             self._recent.pop(key, None)
             self._recent[key] = lists  # the newest last: eviction takes the oldest
@@ -101,7 +101,7 @@ class KnownMessages:
                 del self._recent[next(iter(self._recent))]
 
 
-def _adoptable(messages: list[BaseMessage], known: tuple[BaseMessage, ...]) -> int:
+def _adoptable(messages: list[BaseMessage], known: list[BaseMessage]) -> int:
     """How many leading messages equal `known`'s: all of it, or none.
 
     The whole known list or nothing: an agent's history grows at its end, so a list

@@ -45,6 +45,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_contextkit.agents._preview import preview_span, render_preview
 from langchain_contextkit.agents.offload_stores import HiddenSpan, OffloadStore, offload_key
+from langchain_contextkit.messages import starts_with
 from langchain_contextkit.tokens import (
     TokenCounter,
     count_each,
@@ -186,15 +187,14 @@ class ResultCutter:
         """
         start, tools, contents, long = 0, [], [], []
         last: _Scanned | None = getattr(self._scanned, "last", None)
-        if last is not None and last.min_chars == min_chars:
-            n = len(last.messages)
-            if (
-                n <= len(messages)
-                and all(map(operator.is_, messages[:n], last.messages))
-                and all(map(operator.is_, map(_CONTENT, last.tools), last.contents))
-            ):
-                start, long = n, list(last.long)
-                tools, contents = list(last.tools), list(last.contents)
+        if (
+            last is not None
+            and last.min_chars == min_chars
+            and starts_with(messages, last.messages)
+            and list(map(_CONTENT, last.tools)) == list(last.contents)
+        ):
+            start, long = len(last.messages), list(last.long)
+            tools, contents = list(last.tools), list(last.contents)
         for index in range(start, len(messages)):
             message = messages[index]
             if isinstance(message, ToolMessage):
@@ -204,7 +204,7 @@ class ResultCutter:
                 if isinstance(text, str) and len(text) > min_chars:
                     long.append((index, message, text))
         self._scanned.last = _Scanned(
-            tuple(messages), tuple(tools), tuple(contents), min_chars, tuple(long)
+            list(messages), tuple(tools), tuple(contents), min_chars, tuple(long)
         )
         return long
 
@@ -415,7 +415,7 @@ _CONTENT = operator.attrgetter("content")
 class _Scanned:
     """A list `_long_results` read: its messages, tool results, their contents, the long."""
 
-    messages: tuple[BaseMessage, ...]
+    messages: list[BaseMessage]  # a private copy: the call's list may change after
     tools: tuple[ToolMessage, ...]
     contents: tuple[object, ...]
     min_chars: int

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_contextkit.budget import ContextConfig
+from langchain_contextkit.messages import starts_with
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -53,15 +54,16 @@ class BlockFree:
 
     def without_blocks(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         """`messages` without retrieval blocks (the same messages when there are none)."""
-        last: tuple[BaseMessage, ...] = getattr(self._last, "messages", ())
+        last: list[BaseMessage] = getattr(self._last, "messages", [])
         known = len(last)
-        if known > len(messages) or not all(map(operator.is_, messages[:known], last)):
+        if not starts_with(messages, last):
             known = 0
         if RETRIEVAL_ID in map(_ID, messages[known:]):
-            self._last.messages = ()
+            self._last.messages = []
             return [m for m in messages if m.id != RETRIEVAL_ID]
-        self._last.messages = tuple(messages)
-        return list(messages)
+        mine = list(messages)
+        self._last.messages = mine
+        return list(mine)
 
 
 def query_of(turn: Sequence[BaseMessage]) -> str:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import ToolMessage
 
 from langchain_contextkit.compaction._recap_grid import chain_digests
-from langchain_contextkit.messages import CleanScan, equal_copies, resume_scan
+from langchain_contextkit.messages import CleanScan, equal_copies, resume_scan, same_messages
 from langchain_contextkit.tokens import message_token_costs
 
 if TYPE_CHECKING:
@@ -68,11 +68,16 @@ class HistoryArrays:
         """Tokens of `messages[start:end]`, without reply priming."""
         return self.totals[len(self.costs) if end is None else end] - self.totals[start]
 
-    def extended(self, new: Sequence[BaseMessage], counter: TokenCounter) -> HistoryArrays:
-        """These arrays with `new` appended to the history."""
-        if not new:
-            return self
+    def extended(self, history: Sequence[BaseMessage], counter: TokenCounter) -> HistoryArrays:
+        """The arrays of `history`, which starts with these arrays' messages.
+
+        They then hold `history`'s own objects: its head may be equal copies of the
+        messages indexed (`same_messages`), and a later `suffix` compares pointers.
+        """
         offset = len(self.messages)
+        new = history[offset:]
+        if not new:  # (a new tuple of pointers costs less than proving the old one's)
+            return dataclasses.replace(self, messages=tuple(history)) if offset else self
         # The arrays keep what was derived: no entry per message in the object memo.
         costs = message_token_costs(new, counter, by_object=False)
         state = self.state.copy()
@@ -85,7 +90,7 @@ class HistoryArrays:
             if not isinstance(m, ToolMessage) or offset + i == 0
         ]
         return HistoryArrays(
-            messages=(*self.messages, *new),
+            messages=tuple(history),
             contents=(*self.contents, *map(_CONTENT, new)),
             costs=(*self.costs, *costs),
             totals=totals,
@@ -144,7 +149,7 @@ class HistoryIndex:
         start = len(arrays.messages) - n
         # Pointers only: the arrays were checked against these objects' contents when
         # this thread's call indexed them, a moment before its layout asks.
-        same = all(map(operator.is_, messages, arrays.messages[start:]))
+        same = same_messages(messages, arrays.messages[start:])
         return (arrays, start) if same else None
 
     def arrays(self, history: Sequence[BaseMessage]) -> HistoryArrays:
@@ -152,7 +157,7 @@ class HistoryIndex:
         key = _key(history)
         known = self._recent.get(key)
         base = _prefix_of(history, known) if known is not None else HistoryArrays()
-        arrays = base.extended(history[len(base.messages) :], self._counter)
+        arrays = base.extended(history, self._counter)
         self._last.arrays = arrays
         with self._lock:
             self._recent.pop(key, None)
@@ -180,12 +185,10 @@ def _prefix_of(history: Sequence[BaseMessage], known: HistoryArrays) -> HistoryA
     (`equal_copies`), and the arrays are then kept for the new objects.
     """
     n = len(known.messages)
-    if len(history) < n or not all(
-        map(operator.is_, map(_CONTENT, known.messages), known.contents)
-    ):
+    if len(history) < n or list(map(_CONTENT, known.messages)) != list(known.contents):
         return HistoryArrays()
     head = history[:n]
-    if all(map(operator.is_, head, known.messages)):
+    if same_messages(head, known.messages):
         return known
     if equal_copies(head, known.messages):
         return dataclasses.replace(known, messages=tuple(head), contents=tuple(map(_CONTENT, head)))
