@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._async import run_sync
+from langchain_contextkit._content_witness import ContentWitness, vouching
 from langchain_contextkit._validate import one_of
 from langchain_contextkit.agents.known_messages import KnownMessages
 from langchain_contextkit.agents.offload import (
@@ -202,6 +203,7 @@ class WindowAssembler(TurnFitting):
         self.offloader = offloader_for(offload, self.counter)
         self._block_free = BlockFree()
         self._known = KnownMessages()  # a checkpointer's copies, traded for the objects seen
+        self._witness = ContentWitness()  # one read of the contents per call, for the memos
         self._lock = threading.Lock()
         # The cutter saves to the configured store; a call's own store gets its pair.
         configured = None if self.offloader is None else self.offloader.config.store
@@ -279,39 +281,41 @@ class WindowAssembler(TurnFitting):
         recaps: RecapStore | None = None,
     ) -> WindowAssembly:
         """Lay out one model call (sync). See `aassemble`."""
-        start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
-        offloader, cutter = self._store_tools(store)
-        if offloader is not None:
-            start.offload = offloader.offload(start.view, room=start.room, tools=tools)
-            start.view = start.offload.messages
-        history, turn = self._split(start, cutter)
-        report = self._block(turn, start.budget, retrieval)
-        fit = self._fit_as_is(history, summary, turn, start, report)
-        lent = fit is None
-        if fit is None:
-            fit = run_sync(self._fit(history, summary, turn, start, report, sync_cut(cutter)))
+        messages = self._known.adopt(messages)
+        with vouching(self._witness.read(messages)):
+            start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
+            offloader, cutter = self._store_tools(store)
+            if offloader is not None:
+                start.offload = offloader.offload(start.view, room=start.room, tools=tools)
+                start.view = start.offload.messages
+            history, turn = self._split(start, cutter)
+            report = self._block(turn, start.budget, retrieval)
+            fit = self._fit_as_is(history, summary, turn, start, report)
+            lent = fit is None
+            if fit is None:
+                fit = run_sync(self._fit(history, summary, turn, start, report, sync_cut(cutter)))
 
-        def compact(fit: Fit) -> CompactionResult:
-            return self.compactor.compact_view(
-                history,
-                summary=summary,
-                summarize_view=summarize_view,
-                reuse_recaps=reuse_recaps,
-                recaps=recaps,
-                **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
-            )
+            def compact(fit: Fit) -> CompactionResult:
+                return self.compactor.compact_view(
+                    history,
+                    summary=summary,
+                    summarize_view=summarize_view,
+                    reuse_recaps=reuse_recaps,
+                    recaps=recaps,
+                    **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
+                )
 
-        try:
-            compaction = compact(fit)
-        except ContextWindowExceeded:
-            if not lent:
-                raise
-            # The history needed more than the turn left it: give it its full recap share.
-            fit = run_sync(
-                self._fit(history, summary, turn, start, report, sync_cut(cutter), lend=False)
-            )
-            compaction = compact(fit)
-        return self._done(compaction, fit, start, call=call, anchor=anchor)
+            try:
+                compaction = compact(fit)
+            except ContextWindowExceeded:
+                if not lent:
+                    raise
+                # The history needed more than the turn left it: give it its full recap share.
+                fit = run_sync(
+                    self._fit(history, summary, turn, start, report, sync_cut(cutter), lend=False)
+                )
+                compaction = compact(fit)
+            return self._done(compaction, fit, start, call=call, anchor=anchor)
 
     async def aassemble(
         self,
@@ -380,36 +384,40 @@ class WindowAssembler(TurnFitting):
         summarize_view = one_of(
             "summarize_view", summarize_view, "asummarize_view", asummarize_view
         )
-        start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
-        offloader, cutter = self._store_tools(store)
-        if offloader is not None:
-            start.offload = await offloader.aoffload(start.view, room=start.room, tools=tools)
-            start.view = start.offload.messages
-        history, turn = self._split(start, cutter)
-        report = await self._ablock(turn, start.budget, retrieval)
-        fit = self._fit_as_is(history, summary, turn, start, report)
-        lent = fit is None
-        if fit is None:
-            fit = await self._fit(history, summary, turn, start, report, cutter.acut)
+        messages = self._known.adopt(messages)
+        with vouching(self._witness.read(messages)):
+            start = self._start(messages, system_message, tools, model, budget, calibration, shrink)
+            offloader, cutter = self._store_tools(store)
+            if offloader is not None:
+                start.offload = await offloader.aoffload(start.view, room=start.room, tools=tools)
+                start.view = start.offload.messages
+            history, turn = self._split(start, cutter)
+            report = await self._ablock(turn, start.budget, retrieval)
+            fit = self._fit_as_is(history, summary, turn, start, report)
+            lent = fit is None
+            if fit is None:
+                fit = await self._fit(history, summary, turn, start, report, cutter.acut)
 
-        async def compact(fit: Fit) -> CompactionResult:
-            return await self.compactor.acompact_view(
-                history,
-                summary=summary,
-                summarize_view=summarize_view,
-                reuse_recaps=reuse_recaps,
-                recaps=recaps,
-                **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
-            )
+            async def compact(fit: Fit) -> CompactionResult:
+                return await self.compactor.acompact_view(
+                    history,
+                    summary=summary,
+                    summarize_view=summarize_view,
+                    reuse_recaps=reuse_recaps,
+                    recaps=recaps,
+                    **self._sizing(fit.budget, fit.block, fit.turn, start.calibration),
+                )
 
-        try:
-            compaction = await compact(fit)
-        except ContextWindowExceeded:
-            if not lent:
-                raise
-            fit = await self._fit(history, summary, turn, start, report, cutter.acut, lend=False)
-            compaction = await compact(fit)
-        return self._done(compaction, fit, start, call=call, anchor=anchor)
+            try:
+                compaction = await compact(fit)
+            except ContextWindowExceeded:
+                if not lent:
+                    raise
+                fit = await self._fit(
+                    history, summary, turn, start, report, cutter.acut, lend=False
+                )
+                compaction = await compact(fit)
+            return self._done(compaction, fit, start, call=call, anchor=anchor)
 
     def _start(  # noqa: PLR0917 - assemble's own arguments, passed through
         self,
@@ -427,7 +435,6 @@ class WindowAssembler(TurnFitting):
         where they are until the layout is final (a note made of one here would become
         the latest human message and move the turn's start).
         """
-        messages = self._known.adopt(messages)
         messages, repairs = repair_messages(messages, system_messages="anywhere")
         if budget is None:
             budget = self.budget_for(model=model, system_message=system_message, tools=tools)

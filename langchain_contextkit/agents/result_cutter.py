@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
+from langchain_contextkit._content_witness import Lineage, vouched
 from langchain_contextkit.agents._preview import preview_span, render_preview
 from langchain_contextkit.agents.offload_stores import HiddenSpan, OffloadStore, offload_key
 from langchain_contextkit.messages import starts_with
@@ -183,7 +184,8 @@ class ResultCutter:
         No counter gives 8+ tokens a character: shorter results need no count. The last
         call's list is remembered (per thread): a list that starts with its very objects,
         each tool result still holding the content it was read with (only those can be
-        long), is read from where it ended.
+        long; inside an assembler's call its witness has read them), is read from where it
+        ended.
         """
         start, tools, contents, long = 0, [], [], []
         last: _Scanned | None = getattr(self._scanned, "last", None)
@@ -191,7 +193,11 @@ class ResultCutter:
             last is not None
             and last.min_chars == min_chars
             and starts_with(messages, last.messages)
-            and list(map(_CONTENT, last.tools)) == list(last.contents)
+            # A lineage vouched for since it stored them: their contents were read this call.
+            and (
+                (last.lineage is not None and last.lineage is vouched())
+                or list(map(_CONTENT, last.tools)) == list(last.contents)
+            )
         ):
             start, long = len(last.messages), list(last.long)
             tools, contents = list(last.tools), list(last.contents)
@@ -204,7 +210,7 @@ class ResultCutter:
                 if isinstance(text, str) and len(text) > min_chars:
                     long.append((index, message, text))
         self._scanned.last = _Scanned(
-            list(messages), tuple(tools), tuple(contents), min_chars, tuple(long)
+            list(messages), tuple(tools), tuple(contents), min_chars, tuple(long), vouched()
         )
         return long
 
@@ -420,3 +426,4 @@ class _Scanned:
     contents: tuple[object, ...]
     min_chars: int
     long: tuple[tuple[int, ToolMessage, str], ...]
+    lineage: Lineage | None  # the lineage vouched for when it was read (`_content_witness`)

@@ -13,6 +13,9 @@ indexed with, and the history starts with those very objects (a C-level identity
 or with equal copies (a checkpointer's: every field compared with the known message's in
 C, `equal_copies`). A message replaced by id or edited (its content reassigned)
 rebuilds the arrays from the per-message memos, which give the same figures more slowly.
+Inside an assembler's call the contents were already read once for the call by its
+`ContentWitness`: arrays built during an earlier call of the same vouched lineage skip
+that read (it touches every message object, most of a long history's steady cost).
 A `tool_calls` list reassigned on a message that keeps its object and content is the one
 edit these checks do not see.
 """
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import ToolMessage
 
+from langchain_contextkit._content_witness import Lineage, vouched
 from langchain_contextkit.compaction._recap_grid import chain_digests
 from langchain_contextkit.messages import CleanScan, equal_copies, resume_scan, same_messages
 from langchain_contextkit.tokens import message_token_costs
@@ -63,6 +67,9 @@ class HistoryArrays:
     digests: tuple[str, ...] = ("",)  # digests[n] names messages[:n] by content
     scan: CleanScan | None = _CLEAN  # the rules' state at the end; None: a problem
     state: hashlib.blake2b = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
+    lineage: Lineage | None = field(default=None, compare=False)
+    """The lineage vouched for when these were built (`_content_witness`): while it still
+    is, the contents need not be read again."""
 
     def cost(self, start: int, end: int | None = None) -> int:
         """Tokens of `messages[start:end]`, without reply priming."""
@@ -77,7 +84,9 @@ class HistoryArrays:
         offset = len(self.messages)
         new = history[offset:]
         if not new:  # (a new tuple of pointers costs less than proving the old one's)
-            return dataclasses.replace(self, messages=tuple(history)) if offset else self
+            if not offset:
+                return self
+            return dataclasses.replace(self, messages=tuple(history), lineage=vouched())
         # The arrays keep what was derived: no entry per message in the object memo.
         costs = message_token_costs(new, counter, by_object=False)
         state = self.state.copy()
@@ -98,6 +107,7 @@ class HistoryArrays:
             unit_totals=(*self.unit_totals, *(totals[u] for u in starts)),
             digests=(*self.digests, *digests),
             scan=None if self.scan is None else resume_scan(self.scan, new),
+            lineage=vouched(),
             state=state,
         )
 
@@ -185,7 +195,11 @@ def _prefix_of(history: Sequence[BaseMessage], known: HistoryArrays) -> HistoryA
     (`equal_copies`), and the arrays are then kept for the new objects.
     """
     n = len(known.messages)
-    if len(history) < n or list(map(_CONTENT, known.messages)) != list(known.contents):
+    if len(history) < n:
+        return HistoryArrays()
+    # Contents read this call by the lineage's witness need no second read here.
+    vouched_for = known.lineage is not None and known.lineage is vouched()
+    if not vouched_for and list(map(_CONTENT, known.messages)) != list(known.contents):
         return HistoryArrays()
     head = history[:n]
     if same_messages(head, known.messages):
