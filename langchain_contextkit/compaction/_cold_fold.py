@@ -12,21 +12,26 @@ the cap, every message is read and the result is the extractive summariser's own
 from __future__ import annotations
 
 import operator
+import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from langchain_contextkit.compaction._fact_bound import FactBound
 from langchain_contextkit.compaction.extractive import (
     _MARKUP_START,
     ExtractiveSummarizer,
     _eligible,
     _merged,
     _parsed,
-    _score_bound,
     _scored,
-    _tight_bound,
     previous_sentences,
 )
-from langchain_contextkit.compaction.facts import is_decided, is_markup_line, split_sentences
+from langchain_contextkit.compaction.facts import (
+    _MARKUP_LINE,
+    is_decided,
+    is_markup_line,
+    split_sentences,
+)
 from langchain_contextkit.compaction.recap_format import render_transcript
 from langchain_contextkit.prompts import FIDELITIES
 
@@ -53,18 +58,17 @@ _PLAIN_BOUND = 7
 _TOOL_BOUND = 6
 
 
-def _bound(message: BaseMessage) -> int:
+def _bound(message: BaseMessage, facts: FactBound | None) -> int:
     """The best score any sentence of `message` can reach: read the best ones first.
 
     The user's statements may reach the most, and an assistant's only where it states
-    a decision (`extractive._score_bound`).
+    a decision (`_fact_bound.score_bound`). `facts`: the message's own (`_message_facts`).
     """
     if message.type == "tool":
         return _TOOL_BOUND  # a tool's output is long: not even searched unless needed
-    # The quick searches only (digits): the costly ones run when the message's turn comes.
-    quick = _closer_bound(message, _STATED_BOUND + 1)
-    if quick is not None:
-        return min(quick, _STATED_BOUND)
+    if facts is not None:
+        # The quick searches only (digits): the costly ones run when the message's turn comes.
+        return min(facts.at(_STATED_BOUND + 1), _STATED_BOUND)
     if message.type == "human":
         return _STATED_BOUND
     if message.type != "ai":
@@ -72,7 +76,7 @@ def _bound(message: BaseMessage) -> int:
     text = str(message.text)
     if "\n" in text or "  " in text or "\t" in text:
         text = " ".join(text.split())  # as in a sentence: a decision's words one space apart
-    # Markup may hide a decision's words (`_score_bound` assumes it does).
+    # Markup may hide a decision's words (`score_bound` assumes it does).
     decided = _MARKUP_START.search(text) is not None or is_decided(text)
     return _STATED_BOUND if decided else _PLAIN_BOUND
 
@@ -96,21 +100,23 @@ def fold_recap(
     """
     prompts = summarizer.prompts
     scored: list[RecapLine] = previous_sentences(previous.splitlines(), prompts) if previous else []
+    # What each message's text is known to hold, kept while it waits for its level.
+    known = [None if m.type == "tool" else _message_facts(m) for m in messages]
     unread: defaultdict[int, list[int]] = defaultdict(list)  # bound -> message indices
     for index, message in enumerate(messages):
-        unread[_bound(message)].append(index)
+        unread[_bound(message, known[index])].append(index)
     unscored: defaultdict[int, list[_Parsed]] = defaultdict(list)  # bound -> sentences
     while unread or unscored:
         level = max(unread.keys() | unscored.keys())
-        _read_level(messages, unread, unscored, level, prompts)
+        _read_level(messages, known, unread, unscored, level, prompts=prompts)
         # What was just read may hold sentences of this level: score them in this round,
         # those whose closer bound still reaches it; the others wait at that bound.
-        for position, label, section, sentence in unscored.pop(level, ()):
-            closer = _tight_bound(sentence, label, level)
+        for parsed in unscored.pop(level, ()):
+            closer = parsed[4].at(level)
             if closer < level:
-                unscored[closer].append((position, label, section, sentence))
+                unscored[closer].append(parsed)
             else:
-                scored.append(_scored(position, label, section, sentence))
+                scored.append(_scored(*parsed[:4]))
         if level in unscored or level in unread:
             continue
         rest = unread.keys() | unscored.keys()
@@ -126,26 +132,32 @@ def fold_recap(
 
 def _read_level(
     messages: Sequence[BaseMessage],
+    known: list[FactBound | None],
     unread: defaultdict[int, list[int]],
     unscored: defaultdict[int, list[_Parsed]],
     level: int,
+    *,
     prompts: PromptRegistry,
 ) -> None:
     """Read the messages waiting at `level` into `unscored`, by each sentence's quick bound.
 
-    A message whose closer bound (its whole text searched once per family of facts)
-    falls below `level` waits there instead, unread.
+    A message whose closer bound (its whole text searched once per family of facts,
+    `known`) falls below `level` waits there instead, unread.
     """
     for index in unread.pop(level, ()):
-        message = messages[index]
-        closer = _closer_bound(message, level)
+        facts = known[index]
+        closer = None if facts is None else facts.at(level)
         if closer is not None and closer < level:
             unread[closer].append(index)
             continue
+        known[index] = None  # read: its sentences carry their own from here on
         at = (index + 1) * _SLOTS
-        for offset, (label, section, sentence) in enumerate(_read(message, prompts)):
-            bound = min(level, _score_bound(sentence, label))
-            unscored[bound].append((at + offset, label, section, sentence))
+        for offset, (label, section, sentence) in enumerate(_read(messages[index], prompts)):
+            bound = FactBound(sentence, label)
+            # Only the digit searches so far: the rest wait until this level scores them.
+            unscored[min(level, bound.at(_STATED_BOUND + 1))].append(
+                (at + offset, label, section, sentence, bound)
+            )
 
 
 def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
@@ -159,6 +171,10 @@ def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
     lines = text.split("\n")
     if label is None or text.splitlines() != lines:
         return _parsed(render_transcript([message]), prompts)  # other line breaks, calls
+    if _ANY_MARKUP_LINE.search(text) is None:
+        # Line breaks end sentences anyway (`facts.split_sentences`): with no line to
+        # skip, the whole text splits into the same sentences in one call.
+        return ((label, None, sentence) for sentence in split_sentences(text))
     lines[0] = lines[0].lstrip()  # what the speaker pattern leaves after "Role: "
     return (
         (label, None, sentence)
@@ -179,9 +195,15 @@ def _plain(message: BaseMessage) -> tuple[str | None, str]:
 
 
 def _closer_bound(message: BaseMessage, level: int) -> int | None:
-    """At least the score of every sentence `_read` finds in `message`, as far as `level`.
+    """At least the score of every sentence `_read` finds in `message`, as far as `level`."""
+    facts = _message_facts(message)
+    return None if facts is None else facts.at(level)
 
-    Each family of facts is searched once in the whole text (`extractive._tight_bound`):
+
+def _message_facts(message: BaseMessage) -> FactBound | None:
+    """The families of facts of `message`'s whole text, bounding every sentence `_read` finds.
+
+    Each family of facts is searched once in the whole text (`_fact_bound.FactBound`):
     a sentence is a piece of it between spaces or after CJK punctuation, so what a search
     finds in a sentence it finds in the whole text (whitespace collapsed, as a sentence's
     is). Not for a message read through its transcript (calls, other line breaks), nor
@@ -192,13 +214,15 @@ def _closer_bound(message: BaseMessage, level: int) -> int | None:
         return None
     if text.splitlines() != text.split("\n"):
         return None
-    return _tight_bound(" ".join(text.split()), label, level)
+    return FactBound(" ".join(text.split()), label)
 
 
 _PLAIN_LABELS = {"human": "User", "ai": "Assistant"}
+_ANY_MARKUP_LINE = re.compile(_MARKUP_LINE.pattern, re.MULTILINE)
+"""Finds every line `facts.is_markup_line` would skip (and perhaps a few more)."""
 _Sentence = tuple[str, "RecapSection | None", str]
-_Parsed = tuple[int, str, "RecapSection | None", str]
-"""A sentence read but not scored: position, speaker, section, text."""
+_Parsed = tuple[int, str, "RecapSection | None", str, FactBound]
+"""A sentence read but not scored: position, speaker, section, text, what it may score."""
 
 
 _POSITION = operator.attrgetter("position")
