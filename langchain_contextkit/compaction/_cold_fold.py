@@ -98,27 +98,27 @@ def fold_recap(
     Returns:
         The recap and the fidelity tier it was written at.
     """
-    prompts = summarizer.prompts
-    scored: list[RecapLine] = previous_sentences(previous.splitlines(), prompts) if previous else []
-    # What each message's text is known to hold, kept while it waits for its level.
-    known = [None if m.type == "tool" else _message_facts(m) for m in messages]
-    unread: defaultdict[int, list[int]] = defaultdict(list)  # bound -> message indices
-    for index, message in enumerate(messages):
-        unread[_bound(message, known[index])].append(index)
-    unscored: defaultdict[int, list[_Parsed]] = defaultdict(list)  # bound -> sentences
+    reading = _Reading(messages, summarizer.prompts)
+    scored = reading.scored
+    if previous:
+        scored += previous_sentences(previous.splitlines(), summarizer.prompts)
+    unread, unscored = reading.unread, reading.unscored
+    last = len(messages) - 1
     while unread or unscored:
         level = max(unread.keys() | unscored.keys())
-        _read_level(messages, known, unread, unscored, level, prompts=prompts)
-        # What was just read may hold sentences of this level: score them in this round,
-        # those whose closer bound still reaches it; the others wait at that bound.
-        for parsed in unscored.pop(level, ()):
-            closer = parsed[4].at(level)
-            if closer < level:
-                unscored[closer].append(parsed)
-            else:
-                scored.append(_scored(*parsed[:4]))
-        if level in unscored or level in unread:
-            continue
+        # Nearest either end first: equal scores rank by it, so a level may stop part read.
+        waiting = sorted(unread.pop(level, ()), key=lambda i: min(i, last - i))
+        for start in range(0, max(1, len(waiting)), _CHUNK):
+            reading.read(waiting[start : start + _CHUNK], level)
+            reading.score(level)
+            if start + _CHUNK < len(waiting):
+                # The lines of this level nearer either end than every message unread
+                # outrank all of those: they may fill the cap before the level is read.
+                following = waiting[start + _CHUNK]
+                near = min(following, last - following)
+                chosen = _full_choice(summarizer, scored, level - 1, near=(near, last))
+                if chosen is not None:
+                    return summarizer._within_cap(chosen)[1], FIDELITIES[-1]  # noqa: SLF001 - its own rule
         rest = unread.keys() | unscored.keys()
         if rest:
             chosen = _full_choice(summarizer, scored, max(rest))
@@ -130,34 +130,60 @@ def fold_recap(
     return summarizer._fitted(scored)  # noqa: SLF001 - everything read: the summariser's own
 
 
-def _read_level(
-    messages: Sequence[BaseMessage],
-    known: list[FactBound | None],
-    unread: defaultdict[int, list[int]],
-    unscored: defaultdict[int, list[_Parsed]],
-    level: int,
-    *,
-    prompts: PromptRegistry,
-) -> None:
-    """Read the messages waiting at `level` into `unscored`, by each sentence's quick bound.
+_CHUNK = 128
+"""Messages read between two checks of whether the cap is full (a check sorts the lines)."""
 
-    A message whose closer bound (its whole text searched once per family of facts,
-    `known`) falls below `level` waits there instead, unread.
-    """
-    for index in unread.pop(level, ()):
-        facts = known[index]
-        closer = None if facts is None else facts.at(level)
-        if closer is not None and closer < level:
-            unread[closer].append(index)
-            continue
-        known[index] = None  # read: its sentences carry their own from here on
-        at = (index + 1) * _SLOTS
-        for offset, (label, section, sentence) in enumerate(_read(messages[index], prompts)):
-            bound = FactBound(sentence, label)
-            # Only the digit searches so far: the rest wait until this level scores them.
-            unscored[min(level, bound.at(_STATED_BOUND + 1))].append(
-                (at + offset, label, section, sentence, bound)
-            )
+
+class _Reading:
+    """What a fold has read of a span, and what waits, by the best score it could reach."""
+
+    __slots__ = ("known", "messages", "prompts", "scored", "unread", "unscored")
+
+    def __init__(self, messages: Sequence[BaseMessage], prompts: PromptRegistry) -> None:
+        self.messages = messages
+        self.prompts = prompts
+        self.scored: list[RecapLine] = []
+        # What each message's text is known to hold, kept while it waits for its level.
+        self.known = [None if m.type == "tool" else _message_facts(m) for m in messages]
+        self.unread: defaultdict[int, list[int]] = defaultdict(list)  # bound -> indices
+        for index, message in enumerate(messages):
+            self.unread[_bound(message, self.known[index])].append(index)
+        self.unscored: defaultdict[int, list[_Parsed]] = defaultdict(list)  # bound -> sentences
+
+    def read(self, indices: Sequence[int], level: int) -> None:
+        """Read `messages[indices]` (waiting at `level`) into `unscored`, by each sentence's bound.
+
+        A message whose closer bound (its whole text searched once per family of facts,
+        `known`) falls below `level` waits there instead, unread.
+        """
+        known, unscored = self.known, self.unscored
+        for index in indices:
+            facts = known[index]
+            closer = None if facts is None else facts.at(level)
+            if closer is not None and closer < level:
+                self.unread[closer].append(index)
+                continue
+            known[index] = None  # read: its sentences carry their own from here on
+            at = (index + 1) * _SLOTS
+            sentences = _read(self.messages[index], self.prompts)
+            for offset, (label, section, sentence) in enumerate(sentences):
+                bound = FactBound(sentence, label)
+                # Only the digit searches so far: the rest wait until this level scores them.
+                unscored[min(level, bound.at(_STATED_BOUND + 1))].append(
+                    (at + offset, label, section, sentence, bound)
+                )
+
+    def score(self, level: int) -> None:
+        """Score the sentences waiting at `level` whose closer bound still reaches it.
+
+        The others wait at that bound.
+        """
+        for parsed in self.unscored.pop(level, ()):
+            closer = parsed[4].at(level)
+            if closer < level:
+                self.unscored[closer].append(parsed)
+            else:
+                self.scored.append(_scored(*parsed[:4]))
 
 
 def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
@@ -168,13 +194,13 @@ def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
     under no section. Its sentences are read without rendering and parsing it.
     """
     label, text = _plain(message)
-    lines = text.split("\n")
-    if label is None or text.splitlines() != lines:
+    if label is None or _other_breaks(text):
         return _parsed(render_transcript([message]), prompts)  # other line breaks, calls
     if _ANY_MARKUP_LINE.search(text) is None:
         # Line breaks end sentences anyway (`facts.split_sentences`): with no line to
         # skip, the whole text splits into the same sentences in one call.
         return ((label, None, sentence) for sentence in split_sentences(text))
+    lines = text.split("\n")
     lines[0] = lines[0].lstrip()  # what the speaker pattern leaves after "Role: "
     return (
         (label, None, sentence)
@@ -212,9 +238,18 @@ def _message_facts(message: BaseMessage) -> FactBound | None:
     label, text = _plain(message)
     if label is None or _MARKUP_START.search(text) is not None:
         return None
-    if text.splitlines() != text.split("\n"):
+    if _other_breaks(text):
         return None
-    return FactBound(" ".join(text.split()), label)
+    return FactBound(text, label, spaced=True)
+
+
+def _other_breaks(text: str) -> bool:
+    """Whether `text.splitlines()` differs from `text.split(newline)` (a transcript reads it)."""
+    return not text or text[-1] == "\n" or _OTHER_BREAK.search(text) is not None
+
+
+_OTHER_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+"""The line breaks of `str.splitlines` other than a newline."""
 
 
 _PLAIN_LABELS = {"human": "User", "ai": "Assistant"}
@@ -229,16 +264,31 @@ _POSITION = operator.attrgetter("position")
 
 
 def _full_choice(
-    summarizer: ExtractiveSummarizer, scored: list[RecapLine], below: int
+    summarizer: ExtractiveSummarizer,
+    scored: list[RecapLine],
+    below: int,
+    *,
+    near: tuple[int, int] | None = None,
 ) -> list[RecapLine] | None:
     """The lines chosen when those scoring above `below` overflow the cap, else None.
 
     Only the lowest tier's lines are taken (the configured tier cannot fit when they
     alone do not): their choice is final, since every line not scored yet scores
-    `below` at most.
+    `below` at most. `near` (distance, last index): lines may also wait unscored at
+    `below + 1`, but only in messages that far from either end of the span or farther;
+    a line of that score is then taken only when it is nearer (it ranks first).
     """
     lowest = FIDELITIES[-1]
     scored.sort(key=_POSITION)  # near-duplicates merge into their first occurrence
     pool = [s for s in _merged(scored) if s.score > below and _eligible(s, lowest)]
+    if near is not None:
+        distance, last = near
+        pool = [s for s in pool if s.score > below + 1 or _distance(s, last) < distance]
     chosen, complete = summarizer._select(pool)  # noqa: SLF001 - its own rule
     return None if complete else chosen
+
+
+def _distance(line: RecapLine, last: int) -> int:
+    """How many messages lie between a line's message and the nearer end of the span."""
+    index = line.position // _SLOTS - 1  # an earlier recap's lines: -1, before the first
+    return min(index, last - index)

@@ -57,19 +57,43 @@ class FactBound:
     at most once.
     """
 
-    __slots__ = ("_clean", "_decided", "_decision", "_label", "_name", "_named", "_numbers")
+    __slots__ = (
+        "_decided",
+        "_decision",
+        "_label",
+        "_name",
+        "_named",
+        "_numbers",
+        "_spaced",
+        "_text",
+    )
 
-    def __init__(self, text: str, label: str) -> None:
-        """Bound `text`, spoken by `label` (as `extractive._score` reads it)."""
-        clean = strip_markup(text) if _MARKUP_START.search(text) else text
+    def __init__(self, text: str, label: str, *, spaced: bool = False) -> None:
+        """Bound `text`, spoken by `label` (as `extractive._score` reads it).
+
+        `spaced`: `text` may hold runs of whitespace that its sentences do not (a whole
+        message); the searches for words (decisions) then read it collapsed, one space
+        between words, as a sentence holds them. A spaced text holds no markup.
+        """
+        clean = strip_markup(text) if not spaced and _MARKUP_START.search(text) else text
         digit = _DIGIT.search(clean) is not None
-        self._clean = clean
+        self._text = clean
+        self._spaced = spaced
         self._label = label
         self._numbers = (3 if _LONG_NUMBER.search(clean) else 1) if digit else 0
-        self._name = 2 if digit or not clean.isascii() else 1  # a name's digit may not be `\d` (²)
+        # A name's digit may not be `\d` (²); whitespace apart, the text is ASCII or not.
+        ascii_only = clean.isascii() or (spaced and "".join(clean.split()).isascii())
+        self._name = 2 if digit or not ascii_only else 1
         self._decision: int | None = None  # unknown yet: 0 or `_DECISION_WEIGHT`
         self._named: int | None = None  # unknown yet: 0 or `_name`
         self._decided: bool | None = None  # unknown yet (an assistant's decision)
+
+    @property
+    def _clean(self) -> str:
+        """The text the word searches read (collapsed once, when first needed)."""
+        if self._spaced:
+            self._text, self._spaced = " ".join(self._text.split()), False
+        return self._text
 
     def at(self, level: int) -> int:
         """At least the score, as far as `level`.

@@ -202,3 +202,29 @@ def test_a_long_span_scores_few_sentences(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_name_hint_is_found_wherever_a_name_is(text: str) -> None:
     if has_identifier(text):
         assert _fact_bound._NAME_HINT.search(text) is not None
+
+
+def test_a_level_of_equal_scores_is_read_from_both_ends_until_the_cap_is_full(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Equal scores rank nearest either end first: the middle of a tied level is never read."""
+    messages: list[BaseMessage] = []
+    for turn in range(1_500):
+        messages.append(HumanMessage(f"Order ORD-{turn:04d} must ship to dock {100 + turn % 800}."))
+        messages.append(AIMessage("Noted, looking into it now for you."))
+    summarizer = ExtractiveSummarizer(max_tokens=300)
+    counted = [0]
+    scored = extractive._scored
+
+    def spy(position: int, label: str, section: object, sentence: str) -> object:
+        counted[0] += 1
+        return scored(position, label, section, sentence)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_cold_fold, "_scored", spy)
+    recap = fold_recap(summarizer, messages)
+    assert counted[0] < 1_500 // 4  # most of the tied orders are never scored
+    # The same lines as the summariser that reads and scores everything.
+    assert recap == summarizer.recap(render_transcript(messages))
+    kept = [line for line in recap[0].splitlines() if line.startswith("- ")]
+    assert "ORD-0000 " in kept[0]
+    assert "ORD-1499 " in kept[-1]
