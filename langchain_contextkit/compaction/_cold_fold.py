@@ -232,13 +232,11 @@ def _message_facts(message: BaseMessage) -> FactBound | None:
     Each family of facts is searched once in the whole text (`_fact_bound.FactBound`):
     a sentence is a piece of it between spaces or after CJK punctuation, so what a search
     finds in a sentence it finds in the whole text (whitespace collapsed, as a sentence's
-    is). Not for a message read through its transcript (calls, other line breaks), nor
-    one with markup (stripping the whole text is not stripping each sentence): None.
+    is). With markup, the digits alone (`FactBound`). Not for a message read through
+    its transcript (calls, other line breaks): None.
     """
     label, text = _plain(message)
-    if label is None or _MARKUP_START.search(text) is not None:
-        return None
-    if _other_breaks(text):
+    if label is None or _other_breaks(text):
         return None
     return FactBound(text, label, spaced=True)
 

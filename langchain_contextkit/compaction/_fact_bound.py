@@ -52,7 +52,7 @@ class FactBound:
 
     What each family may add is bounded on the text without its markup (what the score
     reads): a number of more than two characters 3, else a digit 1; a decision 2; a name
-    2 when the text may have a digit, else 1. The digit searches run at once (they are
+    2 when one may carry a digit, else 1. The digit searches run at once (they are
     cheap); an assistant's decision, decisions and names only when `at` needs them, each
     at most once.
     """
@@ -73,20 +73,31 @@ class FactBound:
 
         `spaced`: `text` may hold runs of whitespace that its sentences do not (a whole
         message); the searches for words (decisions) then read it collapsed, one space
-        between words, as a sentence holds them. A spaced text holds no markup.
+        between words, as a sentence holds them. A spaced text with markup is not
+        stripped (its sentences are, one by one): its digits bound theirs, since markup
+        becomes a space and never joins two digits, but words may join, so its
+        decisions and names are taken as found, never searched.
         """
-        clean = strip_markup(text) if not spaced and _MARKUP_START.search(text) else text
+        hidden = _MARKUP_START.search(text) is not None
+        clean = strip_markup(text) if hidden and not spaced else text
         digit = _DIGIT.search(clean) is not None
         self._text = clean
         self._spaced = spaced
         self._label = label
         self._numbers = (3 if _LONG_NUMBER.search(clean) else 1) if digit else 0
-        # A name's digit may not be `\d` (²); whitespace apart, the text is ASCII or not.
+        # Whitespace apart (a spaced text's may not be ASCII), the text is ASCII or not.
         ascii_only = clean.isascii() or (spaced and "".join(clean.split()).isascii())
-        self._name = 2 if digit or not ascii_only else 1
+        if not ascii_only:
+            self._name = 2  # a name's digit may be any Unicode digit
+        elif digit and _NAME_DIGIT_HINT.search(clean) is not None:
+            self._name = 2
+        else:
+            self._name = 1
         self._decision: int | None = None  # unknown yet: 0 or `_DECISION_WEIGHT`
         self._named: int | None = None  # unknown yet: 0 or `_name`
         self._decided: bool | None = None  # unknown yet (an assistant's decision)
+        if hidden and spaced:  # the most each word family may add: never searched
+            self._decision, self._named, self._decided = _DECISION_WEIGHT, self._name, True
 
     @property
     def _clean(self) -> str:
@@ -143,6 +154,11 @@ _NAME_HINT = re.compile(r"\w[_\-./#:@]+\w|[A-Za-z]\d|[a-z][A-Z]|[A-Z][A-Z]|`")
 """Found in every text where `facts.has_identifier` finds a name, at a third of its cost
 (no backtracking): a word character, separators and a word character (a path, snake_case,
 an id); a letter and a digit; camelCase; two capitals; a code span's backtick."""
+_NAME_DIGIT_HINT = re.compile(r"(?<![A-Za-z])[A-Za-z][A-Za-z_\-./#:@]*+\d|`")
+"""In ASCII text, found wherever `facts.fact_tokens` finds a name that carries a digit:
+such a name runs from a letter through letters and separators to its first digit (the
+run starts where the letters before it do, and never gives back what it took), or is a
+code span."""
 _LONG_NUMBER = re.compile(r"[$€£¥]\d|\d[\d.,:/\-]\d|\d\d%")
 """Where `facts.fact_tokens` may find a number of more than two characters: every such
 number holds one of these."""

@@ -12,7 +12,7 @@ from langchain_contextkit.compaction import _cold_fold, _fact_bound, extractive
 from langchain_contextkit.compaction._cold_fold import fold_recap
 from langchain_contextkit.compaction._fact_bound import score_bound
 from langchain_contextkit.compaction.extractive import _score
-from langchain_contextkit.compaction.facts import has_identifier
+from langchain_contextkit.compaction.facts import fact_tokens, has_identifier
 from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer, render_transcript
 
 if TYPE_CHECKING:
@@ -228,3 +228,11 @@ def test_a_level_of_equal_scores_is_read_from_both_ends_until_the_cap_is_full(
     kept = [line for line in recap[0].splitlines() if line.startswith("- ")]
     assert "ORD-0000 " in kept[0]
     assert "ORD-1499 " in kept[-1]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.text(alphabet="aZk9_-./#:@` Ab1$%,", max_size=18))
+def test_the_digit_name_hint_is_found_wherever_a_name_carries_a_digit(text: str) -> None:
+    names = [t for t in fact_tokens(text) if not (t[0].isdigit() or t[0] in "$€£¥")]
+    if any(any(ch.isdigit() for ch in name) for name in names):
+        assert _fact_bound._NAME_DIGIT_HINT.search(text) is not None
