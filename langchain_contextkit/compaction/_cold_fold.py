@@ -4,9 +4,10 @@ A process that meets a long history with no recap for any of it (a new worker, a
 restart) would otherwise summarise it epoch by epoch, re-reading the recap at every step.
 `fold_recap` reads the span once, and reads only what can matter: messages are taken in
 order of the best score their sentences could reach (a tool's output never outranks
-what the user stated), and reading stops as soon as the lines already scored fill the
-cap and outrank every message not read yet. On a short span, or when nothing fills
-the cap, every message is read and the result is the extractive summariser's own.
+what the user stated), those of equal bounds from both ends of the span inward (equal
+scores rank by that distance), and reading stops as soon as the lines already scored
+fill the cap and outrank every message not read yet. On a short span, or when nothing
+fills the cap, every message is read and the result is the extractive summariser's own.
 """
 
 from __future__ import annotations
@@ -91,9 +92,10 @@ def fold_recap(
     Ranks as `ExtractiveSummarizer` does (score, then nearest either end, the lines of
     the lowest fidelity tier first once the configured tier does not fit), with two
     differences that only show on a span far larger than the cap: messages and
-    sentences whose best possible score is below the lines already chosen are never
-    read or scored, so room left over beside the chosen lines is not filled with
-    lower-ranked ones; and a near-duplicate is merged only with the lines scored.
+    sentences whose best possible score is below the lines already chosen (or equal
+    to them and farther from both ends) are never read or scored, so room left over
+    beside the chosen lines is not filled with lower-ranked ones; and a near-duplicate
+    is merged only with the lines scored.
 
     Returns:
         The recap and the fidelity tier it was written at.
