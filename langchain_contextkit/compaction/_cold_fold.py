@@ -4,29 +4,35 @@ A process that meets a long history with no recap for any of it (a new worker, a
 restart) would otherwise summarise it epoch by epoch, re-reading the recap at every step.
 `fold_recap` reads the span once, and reads only what can matter: messages are taken in
 order of the best score their sentences could reach (a tool's output never outranks
-what the user stated), and reading stops as soon as the lines already scored fill the
-cap and outrank every message not read yet. On a short span, or when nothing fills
-the cap, every message is read and the result is the extractive summariser's own.
+what the user stated), those of equal bounds from both ends of the span inward (equal
+scores rank by that distance), and reading stops as soon as the lines already scored
+fill the cap and outrank every message not read yet. On a short span, or when nothing
+fills the cap, every message is read and the result is the extractive summariser's own.
 """
 
 from __future__ import annotations
 
 import operator
+import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from langchain_contextkit.compaction._fact_bound import FactBound
 from langchain_contextkit.compaction.extractive import (
     _MARKUP_START,
     ExtractiveSummarizer,
     _eligible,
     _merged,
     _parsed,
-    _score_bound,
     _scored,
-    _tight_bound,
     previous_sentences,
 )
-from langchain_contextkit.compaction.facts import is_decided, is_markup_line, split_sentences
+from langchain_contextkit.compaction.facts import (
+    _MARKUP_LINE,
+    is_decided,
+    is_markup_line,
+    split_sentences,
+)
 from langchain_contextkit.compaction.recap_format import render_transcript
 from langchain_contextkit.prompts import FIDELITIES
 
@@ -53,18 +59,17 @@ _PLAIN_BOUND = 7
 _TOOL_BOUND = 6
 
 
-def _bound(message: BaseMessage) -> int:
+def _bound(message: BaseMessage, facts: FactBound | None) -> int:
     """The best score any sentence of `message` can reach: read the best ones first.
 
     The user's statements may reach the most, and an assistant's only where it states
-    a decision (`extractive._score_bound`).
+    a decision (`_fact_bound.score_bound`). `facts`: the message's own (`_message_facts`).
     """
     if message.type == "tool":
         return _TOOL_BOUND  # a tool's output is long: not even searched unless needed
-    # The quick searches only (digits): the costly ones run when the message's turn comes.
-    quick = _closer_bound(message, _STATED_BOUND + 1)
-    if quick is not None:
-        return min(quick, _STATED_BOUND)
+    if facts is not None:
+        # The quick searches only (digits): the costly ones run when the message's turn comes.
+        return min(facts.at(_STATED_BOUND + 1), _STATED_BOUND)
     if message.type == "human":
         return _STATED_BOUND
     if message.type != "ai":
@@ -72,7 +77,7 @@ def _bound(message: BaseMessage) -> int:
     text = str(message.text)
     if "\n" in text or "  " in text or "\t" in text:
         text = " ".join(text.split())  # as in a sentence: a decision's words one space apart
-    # Markup may hide a decision's words (`_score_bound` assumes it does).
+    # Markup may hide a decision's words (`score_bound` assumes it does).
     decided = _MARKUP_START.search(text) is not None or is_decided(text)
     return _STATED_BOUND if decided else _PLAIN_BOUND
 
@@ -87,32 +92,35 @@ def fold_recap(
     Ranks as `ExtractiveSummarizer` does (score, then nearest either end, the lines of
     the lowest fidelity tier first once the configured tier does not fit), with two
     differences that only show on a span far larger than the cap: messages and
-    sentences whose best possible score is below the lines already chosen are never
-    read or scored, so room left over beside the chosen lines is not filled with
-    lower-ranked ones; and a near-duplicate is merged only with the lines scored.
+    sentences whose best possible score is below the lines already chosen (or equal
+    to them and farther from both ends) are never read or scored, so room left over
+    beside the chosen lines is not filled with lower-ranked ones; and a near-duplicate
+    is merged only with the lines scored.
 
     Returns:
         The recap and the fidelity tier it was written at.
     """
-    prompts = summarizer.prompts
-    scored: list[RecapLine] = previous_sentences(previous.splitlines(), prompts) if previous else []
-    unread: defaultdict[int, list[int]] = defaultdict(list)  # bound -> message indices
-    for index, message in enumerate(messages):
-        unread[_bound(message)].append(index)
-    unscored: defaultdict[int, list[_Parsed]] = defaultdict(list)  # bound -> sentences
+    reading = _Reading(messages, summarizer.prompts)
+    scored = reading.scored
+    if previous:
+        scored += previous_sentences(previous.splitlines(), summarizer.prompts)
+    unread, unscored = reading.unread, reading.unscored
+    last = len(messages) - 1
     while unread or unscored:
         level = max(unread.keys() | unscored.keys())
-        _read_level(messages, unread, unscored, level, prompts)
-        # What was just read may hold sentences of this level: score them in this round,
-        # those whose closer bound still reaches it; the others wait at that bound.
-        for position, label, section, sentence in unscored.pop(level, ()):
-            closer = _tight_bound(sentence, label, level)
-            if closer < level:
-                unscored[closer].append((position, label, section, sentence))
-            else:
-                scored.append(_scored(position, label, section, sentence))
-        if level in unscored or level in unread:
-            continue
+        # Nearest either end first: equal scores rank by it, so a level may stop part read.
+        waiting = sorted(unread.pop(level, ()), key=lambda i: min(i, last - i))
+        for start in range(0, max(1, len(waiting)), _CHUNK):
+            reading.read(waiting[start : start + _CHUNK], level)
+            reading.score(level)
+            if start + _CHUNK < len(waiting):
+                # The lines of this level nearer either end than every message unread
+                # outrank all of those: they may fill the cap before the level is read.
+                following = waiting[start + _CHUNK]
+                near = min(following, last - following)
+                chosen = _full_choice(summarizer, scored, level - 1, near=(near, last))
+                if chosen is not None:
+                    return summarizer._within_cap(chosen)[1], FIDELITIES[-1]  # noqa: SLF001 - its own rule
         rest = unread.keys() | unscored.keys()
         if rest:
             chosen = _full_choice(summarizer, scored, max(rest))
@@ -124,28 +132,60 @@ def fold_recap(
     return summarizer._fitted(scored)  # noqa: SLF001 - everything read: the summariser's own
 
 
-def _read_level(
-    messages: Sequence[BaseMessage],
-    unread: defaultdict[int, list[int]],
-    unscored: defaultdict[int, list[_Parsed]],
-    level: int,
-    prompts: PromptRegistry,
-) -> None:
-    """Read the messages waiting at `level` into `unscored`, by each sentence's quick bound.
+_CHUNK = 128
+"""Messages read between two checks of whether the cap is full (a check sorts the lines)."""
 
-    A message whose closer bound (its whole text searched once per family of facts)
-    falls below `level` waits there instead, unread.
-    """
-    for index in unread.pop(level, ()):
-        message = messages[index]
-        closer = _closer_bound(message, level)
-        if closer is not None and closer < level:
-            unread[closer].append(index)
-            continue
-        at = (index + 1) * _SLOTS
-        for offset, (label, section, sentence) in enumerate(_read(message, prompts)):
-            bound = min(level, _score_bound(sentence, label))
-            unscored[bound].append((at + offset, label, section, sentence))
+
+class _Reading:
+    """What a fold has read of a span, and what waits, by the best score it could reach."""
+
+    __slots__ = ("known", "messages", "prompts", "scored", "unread", "unscored")
+
+    def __init__(self, messages: Sequence[BaseMessage], prompts: PromptRegistry) -> None:
+        self.messages = messages
+        self.prompts = prompts
+        self.scored: list[RecapLine] = []
+        # What each message's text is known to hold, kept while it waits for its level.
+        self.known = [None if m.type == "tool" else _message_facts(m) for m in messages]
+        self.unread: defaultdict[int, list[int]] = defaultdict(list)  # bound -> indices
+        for index, message in enumerate(messages):
+            self.unread[_bound(message, self.known[index])].append(index)
+        self.unscored: defaultdict[int, list[_Parsed]] = defaultdict(list)  # bound -> sentences
+
+    def read(self, indices: Sequence[int], level: int) -> None:
+        """Read `messages[indices]` (waiting at `level`) into `unscored`, by each sentence's bound.
+
+        A message whose closer bound (its whole text searched once per family of facts,
+        `known`) falls below `level` waits there instead, unread.
+        """
+        known, unscored = self.known, self.unscored
+        for index in indices:
+            facts = known[index]
+            closer = None if facts is None else facts.at(level)
+            if closer is not None and closer < level:
+                self.unread[closer].append(index)
+                continue
+            known[index] = None  # read: its sentences carry their own from here on
+            at = (index + 1) * _SLOTS
+            sentences = _read(self.messages[index], self.prompts)
+            for offset, (label, section, sentence) in enumerate(sentences):
+                bound = FactBound(sentence, label)
+                # Only the digit searches so far: the rest wait until this level scores them.
+                unscored[min(level, bound.at(_STATED_BOUND + 1))].append(
+                    (at + offset, label, section, sentence, bound)
+                )
+
+    def score(self, level: int) -> None:
+        """Score the sentences waiting at `level` whose closer bound still reaches it.
+
+        The others wait at that bound.
+        """
+        for parsed in self.unscored.pop(level, ()):
+            closer = parsed[4].at(level)
+            if closer < level:
+                self.unscored[closer].append(parsed)
+            else:
+                self.scored.append(_scored(*parsed[:4]))
 
 
 def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
@@ -156,9 +196,13 @@ def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
     under no section. Its sentences are read without rendering and parsing it.
     """
     label, text = _plain(message)
-    lines = text.split("\n")
-    if label is None or text.splitlines() != lines:
+    if label is None or _other_breaks(text):
         return _parsed(render_transcript([message]), prompts)  # other line breaks, calls
+    if _ANY_MARKUP_LINE.search(text) is None:
+        # Line breaks end sentences anyway (`facts.split_sentences`): with no line to
+        # skip, the whole text splits into the same sentences in one call.
+        return ((label, None, sentence) for sentence in split_sentences(text))
+    lines = text.split("\n")
     lines[0] = lines[0].lstrip()  # what the speaker pattern leaves after "Role: "
     return (
         (label, None, sentence)
@@ -179,42 +223,72 @@ def _plain(message: BaseMessage) -> tuple[str | None, str]:
 
 
 def _closer_bound(message: BaseMessage, level: int) -> int | None:
-    """At least the score of every sentence `_read` finds in `message`, as far as `level`.
+    """At least the score of every sentence `_read` finds in `message`, as far as `level`."""
+    facts = _message_facts(message)
+    return None if facts is None else facts.at(level)
 
-    Each family of facts is searched once in the whole text (`extractive._tight_bound`):
+
+def _message_facts(message: BaseMessage) -> FactBound | None:
+    """The families of facts of `message`'s whole text, bounding every sentence `_read` finds.
+
+    Each family of facts is searched once in the whole text (`_fact_bound.FactBound`):
     a sentence is a piece of it between spaces or after CJK punctuation, so what a search
     finds in a sentence it finds in the whole text (whitespace collapsed, as a sentence's
-    is). Not for a message read through its transcript (calls, other line breaks), nor
-    one with markup (stripping the whole text is not stripping each sentence): None.
+    is). With markup, the digits alone (`FactBound`). Not for a message read through
+    its transcript (calls, other line breaks): None.
     """
     label, text = _plain(message)
-    if label is None or _MARKUP_START.search(text) is not None:
+    if label is None or _other_breaks(text):
         return None
-    if text.splitlines() != text.split("\n"):
-        return None
-    return _tight_bound(" ".join(text.split()), label, level)
+    return FactBound(text, label, spaced=True)
+
+
+def _other_breaks(text: str) -> bool:
+    """Whether `text.splitlines()` differs from `text.split(newline)` (a transcript reads it)."""
+    return not text or text[-1] == "\n" or _OTHER_BREAK.search(text) is not None
+
+
+_OTHER_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+"""The line breaks of `str.splitlines` other than a newline."""
 
 
 _PLAIN_LABELS = {"human": "User", "ai": "Assistant"}
+_ANY_MARKUP_LINE = re.compile(_MARKUP_LINE.pattern, re.MULTILINE)
+"""Finds every line `facts.is_markup_line` would skip (and perhaps a few more)."""
 _Sentence = tuple[str, "RecapSection | None", str]
-_Parsed = tuple[int, str, "RecapSection | None", str]
-"""A sentence read but not scored: position, speaker, section, text."""
+_Parsed = tuple[int, str, "RecapSection | None", str, FactBound]
+"""A sentence read but not scored: position, speaker, section, text, what it may score."""
 
 
 _POSITION = operator.attrgetter("position")
 
 
 def _full_choice(
-    summarizer: ExtractiveSummarizer, scored: list[RecapLine], below: int
+    summarizer: ExtractiveSummarizer,
+    scored: list[RecapLine],
+    below: int,
+    *,
+    near: tuple[int, int] | None = None,
 ) -> list[RecapLine] | None:
     """The lines chosen when those scoring above `below` overflow the cap, else None.
 
     Only the lowest tier's lines are taken (the configured tier cannot fit when they
     alone do not): their choice is final, since every line not scored yet scores
-    `below` at most.
+    `below` at most. `near` (distance, last index): lines may also wait unscored at
+    `below + 1`, but only in messages that far from either end of the span or farther;
+    a line of that score is then taken only when it is nearer (it ranks first).
     """
     lowest = FIDELITIES[-1]
     scored.sort(key=_POSITION)  # near-duplicates merge into their first occurrence
     pool = [s for s in _merged(scored) if s.score > below and _eligible(s, lowest)]
+    if near is not None:
+        distance, last = near
+        pool = [s for s in pool if s.score > below + 1 or _distance(s, last) < distance]
     chosen, complete = summarizer._select(pool)  # noqa: SLF001 - its own rule
     return None if complete else chosen
+
+
+def _distance(line: RecapLine, last: int) -> int:
+    """How many messages lie between a line's message and the nearer end of the span."""
+    index = line.position // _SLOTS - 1  # an earlier recap's lines: -1, before the first
+    return min(index, last - index)

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 from hypothesis import given, settings, strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_contextkit.compaction import _cold_fold, extractive
+from langchain_contextkit.compaction import _cold_fold, _fact_bound, extractive
 from langchain_contextkit.compaction._cold_fold import fold_recap
-from langchain_contextkit.compaction.extractive import _score, _score_bound
-from langchain_contextkit.compaction.facts import has_identifier
+from langchain_contextkit.compaction._fact_bound import score_bound
+from langchain_contextkit.compaction.extractive import _score
+from langchain_contextkit.compaction.facts import fact_tokens, has_identifier
 from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer, render_transcript
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ WORDS = [
 )
 def test_score_bound_is_never_below_the_score(words: list[str], label: str) -> None:
     sentence = " ".join(words)
-    assert _score_bound(sentence, label) >= _score(sentence, label)
+    assert score_bound(sentence, label) >= _score(sentence, label)
 
 
 def _thread(turns: int, seed: int = 3) -> list[BaseMessage]:
@@ -126,12 +127,35 @@ def test_the_closer_bound_is_never_below_the_score_and_decides_the_level(
     words: list[str], label: str, level: int
 ) -> None:
     sentence = " ".join(words)
-    closer = extractive._tight_bound(sentence, label, level)
+    closer = _fact_bound.tight_bound(sentence, label, level)
     score = _score(sentence, label)
     # Below the level: a bound of the score; else it says "at least the level" only.
     assert closer >= score if closer < level else closer >= level
     # At the score's own level, it never claims less than the score.
-    assert extractive._tight_bound(sentence, label, score) >= score
+    assert _fact_bound.tight_bound(sentence, label, score) >= score
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*WORDS, "x²_y", "thus", "opted", "API", "100%"]), max_size=14),
+    st.sampled_from(["User", "Assistant", "Tool", "System"]),
+    st.lists(st.integers(min_value=0, max_value=13), min_size=1, max_size=6),
+)
+def test_a_bound_refined_level_after_level_stays_a_bound(
+    words: list[str], label: str, levels: list[int]
+) -> None:
+    """A text that waits for a lower level keeps what was searched; its bound stays true."""
+    sentence = " ".join(words)
+    score = _score(sentence, label)
+    bound = _fact_bound.FactBound(sentence, label)
+    for level in sorted(levels, reverse=True):
+        closer = bound.at(level)
+        assert closer >= score if closer < level else closer >= level
+        # Searching more never loosens it: a fresh bound at this level is no tighter.
+        fresh = _fact_bound.tight_bound(sentence, label, level)
+        if fresh < level:
+            assert closer <= fresh
+    assert bound.at(score) >= score
 
 
 @settings(max_examples=200, deadline=None)
@@ -177,4 +201,38 @@ def test_a_long_span_scores_few_sentences(monkeypatch: pytest.MonkeyPatch) -> No
 @given(st.text(alphabet="aZk9_-./#:@` \u00b2\u4e00Ab", max_size=16))
 def test_the_name_hint_is_found_wherever_a_name_is(text: str) -> None:
     if has_identifier(text):
-        assert extractive._NAME_HINT.search(text) is not None
+        assert _fact_bound._NAME_HINT.search(text) is not None
+
+
+def test_a_level_of_equal_scores_is_read_from_both_ends_until_the_cap_is_full(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Equal scores rank nearest either end first: the middle of a tied level is never read."""
+    messages: list[BaseMessage] = []
+    for turn in range(1_500):
+        messages.append(HumanMessage(f"Order ORD-{turn:04d} must ship to dock {100 + turn % 800}."))
+        messages.append(AIMessage("Noted, looking into it now for you."))
+    summarizer = ExtractiveSummarizer(max_tokens=300)
+    counted = [0]
+    scored = extractive._scored
+
+    def spy(position: int, label: str, section: object, sentence: str) -> object:
+        counted[0] += 1
+        return scored(position, label, section, sentence)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_cold_fold, "_scored", spy)
+    recap = fold_recap(summarizer, messages)
+    assert counted[0] < 1_500 // 4  # most of the tied orders are never scored
+    # The same lines as the summariser that reads and scores everything.
+    assert recap == summarizer.recap(render_transcript(messages))
+    kept = [line for line in recap[0].splitlines() if line.startswith("- ")]
+    assert "ORD-0000 " in kept[0]
+    assert "ORD-1499 " in kept[-1]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.text(alphabet="aZk9_-./#:@` Ab1$%,", max_size=18))
+def test_the_digit_name_hint_is_found_wherever_a_name_carries_a_digit(text: str) -> None:
+    names = [t for t in fact_tokens(text) if not (t[0].isdigit() or t[0] in "$€£¥")]
+    if any(any(ch.isdigit() for ch in name) for name in names):
+        assert _fact_bound._NAME_DIGIT_HINT.search(text) is not None
