@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from langchain_contextkit.compaction._history_index import HistoryArrays, HistoryIndex
-    from langchain_contextkit.compaction._recap_memo import RecapMemo
+    from langchain_contextkit.compaction._recap_memo import NewestKnown, RecapMemo
     from langchain_contextkit.compaction.config import CompactionConfig
     from langchain_contextkit.compaction.summarizers import (
         ExtractiveSummarizer,
@@ -49,6 +49,7 @@ class CompactorCore:
     summarizer_window: int | None
     _llm_summarizer: LLMSummarizer | None
     _recaps: RecapMemo
+    _newest_known: NewestKnown
     _floors: RecapMemo
     _index: HistoryIndex
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -165,21 +164,17 @@ class Planner(CompactorCore):
         )
         return None, 0
 
-    def _latest_known(self, cuts: Sequence[int], digests: Sequence[str]) -> tuple[str, int] | None:
+    def _latest_known(
+        self, starts: Sequence[int], base: int, digests: Sequence[str]
+    ) -> tuple[str, int] | None:
         """A recap this process already made for the latest possible cut, and that cut.
 
         A caller that re-sends the whole list and keeps no state gets the same text, so
         the same prefix, as the call that made it.
         """
-        if not self._recaps:  # nothing made yet (a window that never compacted)
-            return None
-        # Every unit start is tried, newest first; the search runs in C (most are misses).
-        newest_first = map(digests.__getitem__, reversed(cuts))
-        digest = next(filter(self._recaps.known.__contains__, newest_first), None)
-        text = None if digest is None else self._recaps.get(digest)
-        if digest is None or text is None:
-            return None
-        return text, next(c for c in reversed(cuts) if digests[c] == digest)
+        cut = self._newest_known.find(starts, base, digests)
+        text = None if cut is None else self._recaps.get(digests[cut])
+        return None if cut is None or text is None else (text, cut)
 
     def _plan_sized(
         self,
@@ -209,7 +204,7 @@ class Planner(CompactorCore):
             # A recap this process made for a later point (a caller that re-sends the whole
             # list and keeps no state): any unit start, as a call whose turn did not fit
             # may have cut off the grid (forced), and its checkpointed twin went on from there.
-            known = self._latest_known(starts[bisect.bisect_right(starts, base) :], digests)
+            known = self._latest_known(starts, base, digests)
             if known is not None:
                 previous, base = known
                 previous_floor = self._floors.get(digests[base])

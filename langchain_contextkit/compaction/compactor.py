@@ -26,7 +26,7 @@ from langchain_contextkit.compaction._history_index import HistoryIndex
 from langchain_contextkit.compaction._plan import Plan, Planner
 from langchain_contextkit.compaction._recap_chain import as_async
 from langchain_contextkit.compaction._recap_commit import RecapCommits
-from langchain_contextkit.compaction._recap_memo import RecapMemo
+from langchain_contextkit.compaction._recap_memo import NewestKnown, RecapMemo
 from langchain_contextkit.compaction.config import DEFAULT_TRIGGER_TOKENS, CompactionConfig
 from langchain_contextkit.compaction.recap import (
     RECAP_ID_PREFIX,
@@ -214,6 +214,7 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
             check_count("summarizer_window", summarizer_window, minimum=1)
         self.summarizer_window = summarizer_window
         self._recaps = RecapMemo()
+        self._newest_known = NewestKnown(self._recaps)  # where a stateless caller's recap is
         self._floors = RecapMemo()  # the floors of model recaps, by the same digests
         self._index = HistoryIndex(token_counter)
         check_count("cold_start_calls", cold_start_calls, minimum=1)
