@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import operator
 import threading
+from array import array
 from dataclasses import dataclass, field
 from itertools import accumulate, islice
 from typing import TYPE_CHECKING
@@ -49,21 +50,23 @@ _CONTENT = operator.attrgetter("content")
 _CLEAN = CleanScan()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HistoryArrays:
     """What the compactor reads of a history, one entry per message (or per prefix).
 
-    Never changed once built: a longer history gets new lists (copying a few thousand
-    pointers costs microseconds), so a caller may keep reading these while another thread
-    extends the history.
+    Never changed once built (the number arrays are never written after): a longer history
+    gets new ones (copying a few thousand pointers costs microseconds), so a caller may
+    keep reading these while another thread extends the history. Compared by identity.
     """
 
     messages: tuple[BaseMessage, ...] = ()
     contents: tuple[object, ...] = ()
-    costs: tuple[int, ...] = ()
-    totals: tuple[int, ...] = (0,)  # totals[n] = sum(costs[:n])
-    starts: tuple[int, ...] = ()  # unit starts
-    unit_totals: tuple[int, ...] = ()  # totals at each unit start
+    # Numbers in machine arrays: a longer history's copy is one memcpy, where a tuple of
+    # ints touched every int object (most of the arrays' steady cost on a long history).
+    costs: array[int] = field(default_factory=lambda: array("q"))
+    totals: array[int] = field(default_factory=lambda: array("q", (0,)))  # sum(costs[:n])
+    starts: array[int] = field(default_factory=lambda: array("q"))  # unit starts
+    unit_totals: array[int] = field(default_factory=lambda: array("q"))  # totals at starts
     digests: tuple[str, ...] = ("",)  # digests[n] names messages[:n] by content
     scan: CleanScan | None = _CLEAN  # the rules' state at the end; None: a problem
     state: hashlib.blake2b = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
@@ -91,7 +94,9 @@ class HistoryArrays:
         costs = message_token_costs(new, counter, by_object=False)
         state = self.state.copy()
         digests = chain_digests(state, new, by_object=False)
-        totals = (*self.totals, *islice(accumulate(costs, initial=self.totals[-1]), 1, None))
+        totals = self.totals + array(
+            "q", islice(accumulate(costs, initial=self.totals[-1]), 1, None)
+        )
         # A tool message never starts a unit (`unit_starts`): a cut never orphans a result.
         starts = [
             offset + i
@@ -101,10 +106,10 @@ class HistoryArrays:
         return HistoryArrays(
             messages=tuple(history),
             contents=(*self.contents, *map(_CONTENT, new)),
-            costs=(*self.costs, *costs),
+            costs=self.costs + array("q", costs),
             totals=totals,
-            starts=(*self.starts, *starts),
-            unit_totals=(*self.unit_totals, *(totals[u] for u in starts)),
+            starts=self.starts + array("q", starts),
+            unit_totals=self.unit_totals + array("q", [totals[u] for u in starts]),
             digests=(*self.digests, *digests),
             scan=None if self.scan is None else resume_scan(self.scan, new),
             lineage=vouched(),
