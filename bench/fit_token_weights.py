@@ -292,16 +292,21 @@ def _windows(chunk: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> npt
 
 
 def _scripts_positions_regimes(
-    cls: npt.NDArray[np.uint8], evidence: npt.NDArray[np.int8], dear: npt.NDArray[np.int64]
+    cls: npt.NDArray[np.uint8],
+    evidence: npt.NDArray[np.int8],
+    dear: npt.NDArray[np.int64],
+    code: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Per character: script (0 for a non-letter), position in its word, its chunk's regime.
 
-    Regimes are 0 cheap, 1 costly and 2 dear; `dear` is each character's pair evidence.
+    Regimes are 0 cheap, 1 costly, 2 dear and 3 code; `dear` and `code` are each
+    character's pair evidence of the two kinds.
     """
     script = np.array([model.SCRIPT_OF_CLASS[c] for c in cls.tolist()], dtype=np.int64)
     index = np.arange(len(cls))
     chunk = index // model.CHUNK
     regime = (_windows(chunk, evidence.astype(np.int64)) > model.THRESHOLD).astype(np.int64)
+    regime[_windows(chunk, code) >= model.CODE_THRESHOLD] = model.CODE_REGIME
     regime[_windows(chunk, dear) > model.DEAR_THRESHOLD] = 2
     regime = regime[chunk]
     begins = np.ones(len(cls), dtype=bool)
@@ -322,26 +327,38 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
     evidence = np.where(codepoints < end, tables.evidence[np.minimum(codepoints, end - 1)], 0)
     previous = np.concatenate(([model.START], cls[:-1])).astype(np.int64)
     n_pairs = (model.N_CLASSES + 1) * model.N_CLASSES
-    pairs = np.bincount(previous * model.N_CLASSES + cls, minlength=n_pairs)
     codes = previous * model.N_CLASSES + cls
-    dear_evidence = tables.pair_evidence[codes]
+    # CODE_PUNCT is priced as PUNCT: its pairs are counted as PUNCT's.
+    priced = np.where(cls == model.CODE_PUNCT, model.PUNCT, cls)
+    before = np.where(previous == model.CODE_PUNCT, model.PUNCT, previous)
+    pairs = np.bincount(before * model.N_CLASSES + priced, minlength=n_pairs)
     script, position, regime = _scripts_positions_regimes(
-        cls, evidence.astype(np.int8), dear_evidence
+        cls, evidence.astype(np.int8), tables.pair_evidence[codes], tables.pair_code[codes]
     )
     letters = np.zeros(model.N_LETTER_RATES)
     word = (script > 0) & (script != model.SPACES)
+    latin = script == model.LATIN
     # The dear regime's letters are fitted as costly ones; its surcharge is fixed.
-    dear = int(np.count_nonzero(word & (regime == 2) & (script == model.LATIN)))
+    dear = int(np.count_nonzero(word & (regime == 2) & latin))
+    # The code regime's Latin letters pay the tables' damped rates (not refitted here); its
+    # other letters are fitted as costly ones.
+    code_latin = word & (regime == model.CODE_REGIME) & latin
+    fitted = word & ~code_latin
+    code_rates = tables.letter_rate.reshape(2, model.REGIMES, -1)[0, model.CODE_REGIME]
+    fixed = int(code_rates[0]) * int(np.count_nonzero(code_latin & (position == 1)))
     row = ((script - 1) * 2 + np.minimum(regime, 1)) * model._PER_ROW  # noqa: SLF001
-    hit = word & (position == 1)
+    hit = fitted & (position == 1)
     letters += np.bincount(row[hit], minlength=model.N_LETTER_RATES)
     for k, stride in enumerate(model.STRIDES):
-        hit = word & (position % stride == 0)
+        hit = fitted & (position % stride == 0)
         letters += np.bincount(row[hit] + 1 + k, minlength=model.N_LETTER_RATES)
+        fixed += int(code_rates[1 + k]) * int(
+            np.count_nonzero(code_latin & (position % stride == 0))
+        )
     # Unfitted milli-tokens: the long-run surcharge and the space runs' fixed charges.
     spaces = script == model.SPACES
     runs = np.count_nonzero(spaces & ((position == 2) | (position % model.SPACE_TOKEN == 0)))
-    fixed = model.LONG_RUN_RATE * int(np.count_nonzero(word & (position > model.LONG_RUN)))
+    fixed += model.LONG_RUN_RATE * int(np.count_nonzero(word & (position > model.LONG_RUN)))
     fixed += model.DEAR_LETTER_RATE * dear
     return pairs.astype(np.float64), letters, fixed + model.SPACE_RUN * int(runs)
 

@@ -27,15 +27,11 @@ from langchain_contextkit._token_estimate import (
     _PER_ROW,
     _PERIOD,
     ALPHABET,
-    CHUNK,
-    CHUNKS_BACK,
-    DEAR_THRESHOLD,
     LATIN,
     LONG_RUN,
     LONG_RUN_RATE,
     MILLI,
     N_CLASSES,
-    REGIMES,
     SCRIPT_OF_CLASS,
     SPACE_RUN,
     SPACE_TOKEN,
@@ -44,8 +40,16 @@ from langchain_contextkit._token_estimate import (
     START_CHARGE,
     STRIDES,
     TABLES,
-    THRESHOLD,
     Tables,
+)
+from langchain_contextkit._token_regimes import (
+    CHUNK,
+    CHUNKS_BACK,
+    CODE_REGIME,
+    CODE_THRESHOLD,
+    DEAR_THRESHOLD,
+    REGIMES,
+    THRESHOLD,
 )
 
 __all__ = ["count_text_tokens", "count_texts_tokens"]
@@ -58,9 +62,14 @@ _KEYS = 16
 costs are laid out by length, then key (``length << 4 | key``)."""
 _KEY_BITS = 4
 _COST_BITS = 20
-"""The numpy paths read a pair's cost and its dear-language evidence in one int32:
-``cost + evidence << _COST_BITS``. A chunk's costs sum below ``1 << _COST_BITS`` (32
-characters of at most 2**15 each), so one sum per chunk gives both."""
+_EVIDENCE_BITS = 20
+"""The numpy paths read a pair's cost, its dear-language evidence and its code evidence in
+one int64: ``cost + (dear << _COST_BITS) + (code << (_COST_BITS + _EVIDENCE_BITS))``. A
+chunk's costs sum below ``1 << _COST_BITS`` (32 characters of at most 2**15 each) and its
+dear evidence lies within ``±(1 << (_EVIDENCE_BITS - 1))`` (32 signed bytes), so one sum per
+chunk gives all three. The two kinds of evidence stay packed (`_evidence`, ``dear + code <<
+_EVIDENCE_BITS``) through the window sums, and are split only where one may pass its
+threshold (`_split`)."""
 
 
 class _Fast:
@@ -74,14 +83,23 @@ class _Fast:
         self.evidence_list = tables.evidence.tolist()
         self.pair_list = tables.pair_cost.tolist()
         self.pair_evidence_list = tables.pair_evidence.tolist()
+        self.pair_code_list = tables.pair_code.tolist()
+        self.pair_packed_evidence = (
+            tables.pair_evidence + (tables.pair_code << _EVIDENCE_BITS)
+        ).tolist()
         # Pair costs and evidence by ``current * 256 + previous``: a little-endian uint16
         # read at every byte of the class bytes is that index.
         if int(tables.pair_cost.max()) >= 1 << (_COST_BITS - 5) or tables.pair_cost.min() < 0:
             msg = "pair costs must lie in [0, 2**15) to be packed with their evidence"
             raise ValueError(msg)
-        packed = tables.pair_cost + (tables.pair_evidence << _COST_BITS)
+        packed = (
+            tables.pair_cost
+            + (tables.pair_evidence << _COST_BITS)
+            + (tables.pair_code << (_COST_BITS + _EVIDENCE_BITS))
+        )
         pairs = packed.reshape(N_CLASSES + 1, N_CLASSES)
-        by_bytes = np.zeros((256, 256), dtype=np.int32)
+        # int64: numpy sums it per chunk without a cast, faster than int32 was.
+        by_bytes = np.zeros((256, 256), dtype=np.int64)
         by_bytes[:N_CLASSES, : N_CLASSES + 1] = pairs.T
         self.pair_by_bytes = by_bytes.reshape(-1)
         # The Basic Multilingual Plane's class and evidence in one little-endian uint16.
@@ -160,25 +178,33 @@ def _count_short(text: str, fast: _Fast | None = None) -> int:
     evidence = fast.evidence_list
     pair_cost = fast.pair_list
     pair_evidence = fast.pair_evidence_list
+    pair_code = fast.pair_code_list
     by_position = fast.by_position
     first = fast.first_list
     scripts = SCRIPT_OF_CLASS
-    milli = run = regime = script = chunk = dear = 0
+    milli = run = regime = script = chunk = dear = code = 0
     sums: list[int] = []
     dear_sums: list[int] = []
+    code_sums: list[int] = []
     prev = START
     for i, ch in enumerate(text):
         if i and not i % CHUNK:  # a chunk ends: the next one's regime is its language
             sums.append(chunk)
             dear_sums.append(dear)
-            chunk = dear = 0
-            now = _regime(sum(sums[-CHUNKS_BACK:]), sum(dear_sums[-CHUNKS_BACK:]))
+            code_sums.append(code)
+            chunk = dear = code = 0
+            now = _regime(
+                sum(sums[-CHUNKS_BACK:]),
+                sum(dear_sums[-CHUNKS_BACK:]),
+                sum(code_sums[-CHUNKS_BACK:]),
+            )
             if now != regime:
                 regime, script = now, 0  # a regime change starts a new word
         cp = ord(ch)
         cls = classes[cp]
         milli += pair_cost[prev * N_CLASSES + cls]
         dear += pair_evidence[prev * N_CLASSES + cls]
+        code += pair_code[prev * N_CLASSES + cls]
         if cp < _EVIDENCE_END:
             chunk += evidence[cp]
         own = scripts[cls]
@@ -201,10 +227,12 @@ def _count_short(text: str, fast: _Fast | None = None) -> int:
     return _finish(milli)
 
 
-def _regime(evidence: int, dear: int) -> int:
-    """A chunk's regime from the evidence of the chunks before it: dear, costly or cheap."""
+def _regime(evidence: int, dear: int, code: int) -> int:
+    """A chunk's regime from the evidence of the chunks before it: dear, code, costly or cheap."""
     if dear > DEAR_THRESHOLD:
         return 2
+    if code >= CODE_THRESHOLD:
+        return CODE_REGIME
     return int(evidence > THRESHOLD)
 
 
@@ -259,12 +287,46 @@ def _batch_window_sums(
 
 
 def _regimes(
-    evidence: npt.NDArray[np.int64], is_dear: npt.NDArray[np.bool_]
+    evidence: npt.NDArray[np.int64], dear: npt.NDArray[np.int64], code: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.uint8]:
-    """`_regime` of every chunk, from its letter evidence window and whether it is dear."""
+    """`_regime` of every chunk, from its letter, dear and code evidence windows."""
     regimes = (evidence > THRESHOLD).astype(np.uint8)
-    regimes[is_dear] = 2
+    regimes[code >= CODE_THRESHOLD] = CODE_REGIME
+    regimes[dear > DEAR_THRESHOLD] = 2
     return regimes
+
+
+def _split(
+    packed: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The dear and the code evidence of packed sums (``dear + code << _EVIDENCE_BITS``)."""
+    code = (packed + (1 << (_EVIDENCE_BITS - 1))) >> _EVIDENCE_BITS
+    return packed - (code << _EVIDENCE_BITS), code
+
+
+def _may_pass(evidence: npt.NDArray[np.int64], carried: tuple[int, ...]) -> bool:
+    """Whether some chunk's window of packed pair evidence may pass the dear or code threshold.
+
+    A cheap test before the windows are summed: a prose text with a few CODE_PUNCT
+    characters passes neither.
+    """
+    dear, code = _split(evidence)
+    most_dear, most_code = int(dear.max()), int(code.max())
+    if carried:
+        carried_dear, carried_code = _split(np.array(carried, dtype=np.int64))
+        most_dear = max(most_dear, int(carried_dear.max()))
+        most_code = max(most_code, int(carried_code.max()))
+    return most_dear * CHUNKS_BACK > DEAR_THRESHOLD or most_code * CHUNKS_BACK >= CODE_THRESHOLD
+
+
+def _packed_regimes(
+    letters: npt.NDArray[np.int64], evidence: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint8] | None:
+    """`_regimes` from letter and packed evidence windows; None if no chunk is dear or code."""
+    dear, code = _split(evidence)
+    if (dear > DEAR_THRESHOLD).any() or (code >= CODE_THRESHOLD).any():
+        return _regimes(letters, dear, code)
+    return None
 
 
 def _run_keys(
@@ -331,7 +393,7 @@ class _Carry:
     key: int = 0  # the run the block ended in
     run: int = 0  # ... and its length so far
     sums: tuple[int, ...] = ()  # letter evidence of the last CHUNKS_BACK chunks
-    dear: tuple[int, ...] = ()  # ... and their pair evidence
+    evidence: tuple[int, ...] = ()  # ... and their pair evidence, packed
 
 
 def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -> int:
@@ -346,23 +408,27 @@ def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -
         packed = np.add.reduceat(
             _pair_costs(class_bytes, fast), _PAIR_CHUNK_STARTS[:chunks], dtype=np.int64
         )
-        dear = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
-        milli += int(packed.sum()) - (int(dear.sum()) << _COST_BITS)
+        pair_evidence = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
+        milli += int(packed.sum()) - (int(pair_evidence.sum()) << _COST_BITS)
     else:
-        dear = np.zeros(1, dtype=np.int64)
-    first_evidence = fast.pair_evidence_list[first]
+        pair_evidence = np.zeros(1, dtype=np.int64)
+    first_evidence = fast.pair_packed_evidence[first]
     if first_evidence:  # the block's first pair joins chunk 0 (a text's first has none)
-        dear[0] += first_evidence
-    # Evidence that cannot pass a threshold leaves every chunk in regime 0.
+        pair_evidence[0] += first_evidence
+    # Evidence that cannot pass a threshold leaves every chunk in regime 0. Packed evidence
+    # this low holds no code evidence (each unit of it adds 1 << _EVIDENCE_BITS).
     most = max(int(sums.max()), *carry.sums) if carry.sums else int(sums.max())
-    most_dear = max(int(dear.max()), *carry.dear) if carry.dear else int(dear.max())
+    most_pair = int(pair_evidence.max())
+    if carry.evidence:
+        most_pair = max(most_pair, *carry.evidence)
     regimes: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None
-    is_dear = None
-    if most_dear * CHUNKS_BACK > DEAR_THRESHOLD:
-        is_dear = _window_sums(dear, carry.dear) > DEAR_THRESHOLD
-    if is_dear is not None and is_dear.any():
-        regimes = _regimes(_window_sums(sums, carry.sums), is_dear)
-    elif most * CHUNKS_BACK > THRESHOLD:  # cheap or costly only (a bool is regime 0 or 1)
+    if most_pair * CHUNKS_BACK > DEAR_THRESHOLD and _may_pass(pair_evidence, carry.evidence):
+        regimes = _packed_regimes(
+            _window_sums(sums, carry.sums), _window_sums(pair_evidence, carry.evidence)
+        )
+    if (
+        regimes is None and most * CHUNKS_BACK > THRESHOLD
+    ):  # cheap or costly only (a bool is regime 0 or 1)
         regimes = _window_sums(sums, carry.sums) > THRESHOLD
     runs = _runs(_run_keys(class_bytes, regimes), None, fast)
     milli += int(runs.costs.sum())
@@ -378,7 +444,7 @@ def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -
     carry.key = int(runs.keys[-1])
     carry.prev = class_bytes[-1]
     carry.sums = (*carry.sums, *sums[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
-    carry.dear = (*carry.dear, *dear[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
+    carry.evidence = (*carry.evidence, *pair_evidence[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
     return milli
 
 
@@ -477,12 +543,13 @@ def _count_batch(texts: list[str], batch: list[int], counts: list[int], fast: _F
     firsts = np.repeat(np.cumsum([0, *chunks[:-1]]), chunks).astype(np.intp)
     chunk_starts = offsets + (np.arange(len(offsets)) - firsts) * CHUNK
     packed = np.add.reduceat(cost, chunk_starts, dtype=np.int64)
-    dear = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
-    costs = packed - (dear << _COST_BITS)
+    pair_evidence = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
+    costs = packed - (pair_evidence << _COST_BITS)
     milli = np.add.reduceat(costs, np.cumsum([0, *chunks[:-1]]), dtype=np.int64)
     sums = np.add.reduceat(evidence, chunk_starts, dtype=np.int64)
-    is_dear = _batch_window_sums(dear, firsts) > DEAR_THRESHOLD
-    regimes = _regimes(_batch_window_sums(sums, firsts), is_dear)
+    regimes = _regimes(
+        _batch_window_sums(sums, firsts), *_split(_batch_window_sums(pair_evidence, firsts))
+    )
     if regimes.any() and not (regimes == regimes[0]).all():
         # A chunk's key shift spans the chunk, which may end early at a text's end.
         shift = np.repeat(regimes * 4, np.diff(chunk_starts, append=n))

@@ -62,6 +62,12 @@ from langchain_contextkit._token_packing import (
     unpack_bytes,
     unpack_two_bits,
 )
+from langchain_contextkit._token_regimes import (
+    CODE_CHARS,
+    CODE_LETTER_PERCENT,
+    DEAR_LETTER_RATE,
+    with_extra_regimes,
+)
 
 __all__ = ["TABLES", "Tables"]
 
@@ -91,7 +97,10 @@ PAIRED_LETTERS = (*LOWER_LETTERS, ACCENTED, ACCENTED_RARE, LATIN_EXT)
 LETTER_GROUPS = GROUPS[: GROUPS.index("letters") + 1]
 TIERS = 4
 GROUP_BASE = LOWER + 26
-N_CLASSES = GROUP_BASE + len(GROUPS) * TIERS
+CODE_PUNCT = GROUP_BASE + len(GROUPS) * TIERS
+"""Punctuation of source code (`CODE_CHARS`): priced as PUNCT, but its pair evidence pulls
+the chunks after it towards the code regime (`CODE_REGIME`)."""
+N_CLASSES = CODE_PUNCT + 1
 START = N_CLASSES
 """The class "before" a text's first character: pair codes run to (N_CLASSES + 1) * N_CLASSES."""
 CLASS_NAMES = (
@@ -101,6 +110,7 @@ CLASS_NAMES = (
     *("cjk_punct1", "cjk_punct2", "latin_ext", "cyrillic_rare", "cyrillic_upper"),
     *(f"lower_{chr(ord('a') + i)}" for i in range(26)),
     *(f"{group}{tier}" for group in GROUPS for tier in range(1, TIERS + 1)),
+    "code_punct",
 )
 
 
@@ -111,7 +121,7 @@ def group_class(group: int, tier: int) -> int:
 
 def group_of_class(cls: int) -> tuple[int, int] | None:
     """(group, tier) of a group class, None for the others."""
-    if cls < GROUP_BASE or cls >= N_CLASSES:
+    if cls < GROUP_BASE or cls >= CODE_PUNCT:
         return None
     group, tier = divmod(cls - GROUP_BASE, TIERS)
     return group, tier + 1
@@ -173,24 +183,6 @@ LETTER_PAIR_FLOOR = 30
 
 _EVIDENCE_END = 0x800
 """Code points from here on carry no language evidence."""
-CHUNK = 32
-"""Texts are read in chunks of this many characters (from the text's start) for the regime."""
-CHUNKS_BACK = 4
-"""A chunk's regime is decided by the evidence of this many chunks before it."""
-THRESHOLD = 16
-"""Evidence (1/16 nat units) above which those chunks read as a costly language."""
-REGIMES = 3
-"""Cheap, costly and dear: a dear chunk follows chunks whose letter pairs read as a language
-cl100k cuts every two or three letters (Welsh: ``dd``, ``ll``, ``wy``, ``yw``), which the
-letters alone read as English (``w``, ``y``, ``h``). It pays the costly rates plus
-`DEAR_LETTER_RATE` for every letter."""
-DEAR_THRESHOLD = 40
-"""Pair evidence (`_PAIR_EVIDENCE`, 1/4 nat) of the CHUNKS_BACK chunks before, above which a
-chunk is dear."""
-DEAR_LETTER_RATE = 100
-"""Milli-tokens every letter of a dear chunk pays on top of the costly rates (picked on the
-fit half from 60, 80, 100, 120: the least mean absolute error on Welsh)."""
-
 # Milli-tokens: the fitted weights (bench/fit_token_weights.py).
 CHAR_RATE: dict[int, int] = {
     NEWLINE: 170,
@@ -389,6 +381,7 @@ def build_class_table(
     common, cyrillic = frozenset(accented_common), frozenset(cyrillic_common)
     table = np.full(0x110000, OTHER, dtype=np.uint8)
     table[:0x80] = [_ascii_class(chr(cp)) for cp in range(0x80)]
+    table[[ord(ch) for ch in CODE_CHARS]] = CODE_PUNCT
     table[0x80:0x800] = [_two_byte_class(cp, common, cyrillic) for cp in range(0x80, 0x800)]
     for first, last, cls in (
         (0x2000, 0x200A, OTHER_SPACE),
@@ -482,6 +475,8 @@ def build_pair_costs(
         pair[cls, cls] -= rate  # same class continues the run
     for (prev, cls), rate in transition.items():
         pair[prev, cls] += rate
+    pair[:, CODE_PUNCT] = pair[:, PUNCT]  # priced as any punctuation, before and after
+    pair[CODE_PUNCT] = pair[PUNCT]
     pair[START] = np.maximum(pair[START], 1)  # any non-empty text costs at least one token
     return pair.reshape(-1)
 
@@ -525,6 +520,8 @@ class Tables:
     letter_rate: npt.NDArray[np.int64]
     pair_evidence: npt.NDArray[np.int64]
     """Dear-language evidence of each class pair, indexed as `pair_cost`."""
+    pair_code: npt.NDArray[np.int64]
+    """Code evidence of each class pair (1 where it ends in CODE_PUNCT), indexed as `pair_cost`."""
 
     @classmethod
     def build(
@@ -545,6 +542,7 @@ class Tables:
         letter_pair_weight: int = LETTER_PAIR_WEIGHT,
         pair_evidence: str = _PAIR_EVIDENCE,
         dear_letter_rate: int = DEAR_LETTER_RATE,
+        code_letter_percent: int = CODE_LETTER_PERCENT,
     ) -> Tables:
         """Build the tables from the shipped parameters or from the fit script's."""
         chars, transitions = with_groups(
@@ -562,20 +560,10 @@ class Tables:
             pair_cost=build_pair_costs(
                 chars, RUN_START if run_start is None else run_start, transitions
             ),
-            letter_rate=with_dear_regime(letter_rate, dear_letter_rate),
+            letter_rate=with_extra_regimes(letter_rate, dear_letter_rate, code_letter_percent),
             pair_evidence=build_pair_evidence(unpack_letter_pairs(pair_evidence).view(np.int8)),
+            pair_code=build_pair_code(),
         )
-
-
-def with_dear_regime(letter_rate: tuple[int, ...], dear: int) -> npt.NDArray[np.int64]:
-    """The letter rates by script, regime (of `REGIMES`) and stride.
-
-    The dear regime's are the costly ones plus `dear` at stride 1 (every letter).
-    """
-    fitted = np.array(letter_rate, dtype=np.int64).reshape(2, 2, _PER_ROW)
-    dear_rates = fitted[:, 1].copy()
-    dear_rates[0, 1] += dear  # Latin words only: the evidence reads Latin letter pairs
-    return np.concatenate([fitted, dear_rates[:, None]], axis=1).reshape(-1)
 
 
 def build_pair_evidence(evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]:
@@ -583,6 +571,13 @@ def build_pair_evidence(evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]
     table = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
     paired = np.array(PAIRED_LETTERS)
     table[np.ix_(paired, paired)] = evidence
+    return table.reshape(-1)
+
+
+def build_pair_code() -> npt.NDArray[np.int64]:
+    """`Tables.pair_code`: 1 for every pair that ends in a CODE_PUNCT character."""
+    table = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
+    table[:, CODE_PUNCT] = 1
     return table.reshape(-1)
 
 

@@ -1,0 +1,66 @@
+"""count_tokens on source code: the code regime, and every counting path through it."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from langchain_contextkit import (
+    _token_count as counting,
+    count_each,
+    count_tokens,
+    tiktoken_counter,
+)
+from langchain_contextkit._token_estimate import Tables
+from langchain_contextkit._token_regimes import CHUNK
+
+_C = (
+    "static int parse_header(struct reader *rd, const char *buf, size_t len)\n{\n"
+    "    if (rd->state == READ_HEADER && len > 0) {\n"
+    "        rd->header_len = decode_length(buf, len);\n"
+    "        rd->total_bytes += rd->header_len;\n"
+    "    }\n    return rd->header_len > MAX_HEADER_SIZE ? -1 : 0;\n}\n"
+)
+_ENGLISH = "The file has been removed from the folder. Choose another one and try again. " * 4
+
+# Code punctuation, identifiers, Welsh letter pairs and prose: texts of these switch
+# between the code, dear, costly and cheap regimes from chunk to chunk.
+_PIECES = st.sampled_from(
+    [*";{}=*_", "->", "rd", "len", "header", "dd", "ll", "wy", "zk", "ś", *" \n()Y", "the ", "42"]
+)
+
+
+@given(text=st.lists(_PIECES, max_size=200).map("".join))
+@settings(max_examples=200, deadline=None)
+def test_every_path_agrees_across_code_chunks(text: str) -> None:
+    expected = counting._count_short(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(counting, "_SHORT_TEXT", 0)
+        assert counting.count_text_tokens(text) == expected
+        patch.setattr(counting, "_BLOCK", 7)  # one chunk per block: windows cut
+        assert counting.count_text_tokens(text) == expected
+    assert count_each([text[:50], text, "x"]) == [
+        counting._count_short(text[:50]),
+        expected,
+        counting._count_short("x"),
+    ]
+
+
+def test_code_chunks_damp_identifier_letters_and_prose_is_untouched() -> None:
+    undamped = counting._Fast(Tables.build(code_letter_percent=100))
+    code = _C * 2
+    assert counting._count_short(code) < counting._count_short(code, undamped)
+    assert counting._count_short(_ENGLISH) == counting._count_short(_ENGLISH, undamped)
+    # The first chunks have no code chunks before them: nothing is damped yet.
+    assert counting._count_short(code[:CHUNK]) == counting._count_short(code[:CHUNK], undamped)
+
+
+def test_code_punctuation_is_priced_as_any_punctuation() -> None:
+    # Without the code regime's damping, ';' and ',' cost alike: the class only carries evidence.
+    undamped = counting._Fast(Tables.build(code_letter_percent=100))
+    commas = _C.translate(str.maketrans(";{}=*>_", ",,,,,,,"))
+    assert counting._count_short(_C, undamped) == counting._count_short(commas, undamped)
+
+
+def test_c_source_is_not_counted_low_against_cl100k() -> None:
+    exact = tiktoken_counter("cl100k_base")
+    text = _C * 3
+    assert count_tokens(text) >= 0.9 * exact(text), (count_tokens(text), exact(text))
