@@ -48,6 +48,7 @@ from exact_tokenizers import COUNTERS, bpe_openai_encoding
 from langchain_contextkit import (
     _token_count as counting,
     _token_estimate as model,
+    _token_regimes as regimes,
     count_tokens,
     tiktoken_counter,
 )
@@ -287,7 +288,7 @@ def _windows(chunk: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> npt
     """Per chunk: the sum of `values` over the CHUNKS_BACK chunks before it."""
     sums = np.bincount(chunk, weights=values.astype(np.float64)).astype(np.int64)
     total = np.concatenate(([0], np.cumsum(sums)))
-    back = np.maximum(np.arange(len(sums)) - model.CHUNKS_BACK, 0)
+    back = np.maximum(np.arange(len(sums)) - regimes.CHUNKS_BACK, 0)
     return total[: len(sums)] - total[back]
 
 
@@ -304,10 +305,10 @@ def _scripts_positions_regimes(
     """
     script = np.array([model.SCRIPT_OF_CLASS[c] for c in cls.tolist()], dtype=np.int64)
     index = np.arange(len(cls))
-    chunk = index // model.CHUNK
-    regime = (_windows(chunk, evidence.astype(np.int64)) > model.THRESHOLD).astype(np.int64)
-    regime[_windows(chunk, code) >= model.CODE_THRESHOLD] = model.CODE_REGIME
-    regime[_windows(chunk, dear) > model.DEAR_THRESHOLD] = 2
+    chunk = index // regimes.CHUNK
+    regime = (_windows(chunk, evidence.astype(np.int64)) > regimes.THRESHOLD).astype(np.int64)
+    regime[_windows(chunk, code) >= regimes.CODE_THRESHOLD] = regimes.CODE_REGIME
+    regime[_windows(chunk, dear) > regimes.DEAR_THRESHOLD] = 2
     regime = regime[chunk]
     begins = np.ones(len(cls), dtype=bool)
     begins[1:] = (script[1:] != script[:-1]) | (regime[1:] != regime[:-1])
@@ -328,9 +329,11 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
     previous = np.concatenate(([model.START], cls[:-1])).astype(np.int64)
     n_pairs = (model.N_CLASSES + 1) * model.N_CLASSES
     codes = previous * model.N_CLASSES + cls
-    # CODE_PUNCT is priced as PUNCT: its pairs are counted as PUNCT's.
-    priced = np.where(cls == model.CODE_PUNCT, model.PUNCT, cls)
-    before = np.where(previous == model.CODE_PUNCT, model.PUNCT, previous)
+    # Classes that only carry evidence (CODE_PUNCT, SHORT_U) are priced as their own class.
+    priced, before = cls.astype(np.int64), previous.copy()
+    for clone, own in model.PRICED_AS.items():
+        priced[priced == clone] = own
+        before[before == clone] = own
     pairs = np.bincount(before * model.N_CLASSES + priced, minlength=n_pairs)
     script, position, regime = _scripts_positions_regimes(
         cls, evidence.astype(np.int8), tables.pair_evidence[codes], tables.pair_code[codes]
@@ -338,13 +341,14 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
     letters = np.zeros(model.N_LETTER_RATES)
     word = (script > 0) & (script != model.SPACES)
     latin = script == model.LATIN
-    # The dear regime's letters are fitted as costly ones; its surcharge is fixed.
+    # The dear regime's letters are fitted as costly ones; its surcharges are fixed.
     dear = int(np.count_nonzero(word & (regime == 2) & latin))
+    dear_alphabet = int(np.count_nonzero(word & (regime == 2) & (script == model.ALPHABET)))
     # The code regime's Latin letters pay the tables' damped rates (not refitted here); its
     # other letters are fitted as costly ones.
-    code_latin = word & (regime == model.CODE_REGIME) & latin
+    code_latin = word & (regime == regimes.CODE_REGIME) & latin
     fitted = word & ~code_latin
-    code_rates = tables.letter_rate.reshape(2, model.REGIMES, -1)[0, model.CODE_REGIME]
+    code_rates = tables.letter_rate.reshape(2, regimes.REGIMES, -1)[0, regimes.CODE_REGIME]
     fixed = int(code_rates[0]) * int(np.count_nonzero(code_latin & (position == 1)))
     row = ((script - 1) * 2 + np.minimum(regime, 1)) * model._PER_ROW  # noqa: SLF001
     hit = fitted & (position == 1)
@@ -359,7 +363,7 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
     spaces = script == model.SPACES
     runs = np.count_nonzero(spaces & ((position == 2) | (position % model.SPACE_TOKEN == 0)))
     fixed += model.LONG_RUN_RATE * int(np.count_nonzero(word & (position > model.LONG_RUN)))
-    fixed += model.DEAR_LETTER_RATE * dear
+    fixed += model.DEAR_LETTER_RATE * dear + model.DEAR_ALPHABET_RATE * dear_alphabet
     return pairs.astype(np.float64), letters, fixed + model.SPACE_RUN * int(runs)
 
 

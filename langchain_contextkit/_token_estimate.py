@@ -65,7 +65,9 @@ from langchain_contextkit._token_packing import (
 from langchain_contextkit._token_regimes import (
     CODE_CHARS,
     CODE_LETTER_PERCENT,
+    DEAR_ALPHABET_RATE,
     DEAR_LETTER_RATE,
+    SHORT_U_EVIDENCE,
     with_extra_regimes,
 )
 
@@ -100,7 +102,13 @@ GROUP_BASE = LOWER + 26
 CODE_PUNCT = GROUP_BASE + len(GROUPS) * TIERS
 """Punctuation of source code (`CODE_CHARS`): priced as PUNCT, but its pair evidence pulls
 the chunks after it towards the code regime (`CODE_REGIME`)."""
-N_CLASSES = CODE_PUNCT + 1
+SHORT_U = CODE_PUNCT + 1
+"""Belarusian ``ў``: priced as CYRILLIC_RARE, but its pair evidence (`SHORT_U_EVIDENCE`) puts
+the chunks after it in the dear regime: cl100k cuts Belarusian far more often than Russian
+or Ukrainian, whose letters it shares."""
+PRICED_AS = {CODE_PUNCT: PUNCT, SHORT_U: CYRILLIC_RARE}
+"""Classes that only carry evidence, and the class whose costs they take."""
+N_CLASSES = SHORT_U + 1
 START = N_CLASSES
 """The class "before" a text's first character: pair codes run to (N_CLASSES + 1) * N_CLASSES."""
 CLASS_NAMES = (
@@ -111,6 +119,7 @@ CLASS_NAMES = (
     *(f"lower_{chr(ord('a') + i)}" for i in range(26)),
     *(f"{group}{tier}" for group in GROUPS for tier in range(1, TIERS + 1)),
     "code_punct",
+    "cyrillic_short_u",
 )
 
 
@@ -134,7 +143,7 @@ SCRIPT_OF_CLASS = bytes(
     LATIN
     if c in {*LOWER_LETTERS, UPPER, ACCENTED, ACCENTED_RARE, LATIN_EXT}
     else ALPHABET
-    if c in {CYRILLIC, CYRILLIC_RARE, CYRILLIC_UPPER, GREEK}
+    if c in {CYRILLIC, CYRILLIC_RARE, CYRILLIC_UPPER, GREEK, SHORT_U}
     else SPACES
     if c == SPACE
     else 0
@@ -383,6 +392,7 @@ def build_class_table(
     table[:0x80] = [_ascii_class(chr(cp)) for cp in range(0x80)]
     table[[ord(ch) for ch in CODE_CHARS]] = CODE_PUNCT
     table[0x80:0x800] = [_two_byte_class(cp, common, cyrillic) for cp in range(0x80, 0x800)]
+    table[[ord("ў"), ord("Ў")]] = SHORT_U
     for first, last, cls in (
         (0x2000, 0x200A, OTHER_SPACE),
         (0x1100, 0x11FF, HANGUL3),
@@ -475,8 +485,9 @@ def build_pair_costs(
         pair[cls, cls] -= rate  # same class continues the run
     for (prev, cls), rate in transition.items():
         pair[prev, cls] += rate
-    pair[:, CODE_PUNCT] = pair[:, PUNCT]  # priced as any punctuation, before and after
-    pair[CODE_PUNCT] = pair[PUNCT]
+    for clone, priced in PRICED_AS.items():  # priced as their class, before and after
+        pair[:, clone] = pair[:, priced]
+        pair[clone] = pair[priced]
     pair[START] = np.maximum(pair[START], 1)  # any non-empty text costs at least one token
     return pair.reshape(-1)
 
@@ -543,6 +554,7 @@ class Tables:
         pair_evidence: str = _PAIR_EVIDENCE,
         dear_letter_rate: int = DEAR_LETTER_RATE,
         code_letter_percent: int = CODE_LETTER_PERCENT,
+        dear_alphabet_rate: int = DEAR_ALPHABET_RATE,
     ) -> Tables:
         """Build the tables from the shipped parameters or from the fit script's."""
         chars, transitions = with_groups(
@@ -560,7 +572,9 @@ class Tables:
             pair_cost=build_pair_costs(
                 chars, RUN_START if run_start is None else run_start, transitions
             ),
-            letter_rate=with_extra_regimes(letter_rate, dear_letter_rate, code_letter_percent),
+            letter_rate=with_extra_regimes(
+                letter_rate, (dear_letter_rate, dear_alphabet_rate), code_letter_percent
+            ),
             pair_evidence=build_pair_evidence(unpack_letter_pairs(pair_evidence).view(np.int8)),
             pair_code=build_pair_code(),
         )
@@ -571,6 +585,7 @@ def build_pair_evidence(evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]
     table = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
     paired = np.array(PAIRED_LETTERS)
     table[np.ix_(paired, paired)] = evidence
+    table[:, SHORT_U] = SHORT_U_EVIDENCE
     return table.reshape(-1)
 
 

@@ -19,9 +19,11 @@ __all__ = [
     "CODE_LETTER_PERCENT",
     "CODE_REGIME",
     "CODE_THRESHOLD",
+    "DEAR_ALPHABET_RATE",
     "DEAR_LETTER_RATE",
     "DEAR_THRESHOLD",
     "REGIMES",
+    "SHORT_U_EVIDENCE",
     "THRESHOLD",
     "with_extra_regimes",
 ]
@@ -56,19 +58,27 @@ chunk is dear."""
 DEAR_LETTER_RATE = 100
 """Milli-tokens every letter of a dear chunk pays on top of the costly rates (picked on the
 fit half from 60, 80, 100, 120: the least mean absolute error on Welsh)."""
+SHORT_U_EVIDENCE = 40
+"""Pair evidence of every pair that ends in Belarusian ``ў``: one in the CHUNKS_BACK chunks
+before makes a chunk dear."""
+DEAR_ALPHABET_RATE = 140
+"""Milli-tokens every letter of another alphabet (Cyrillic) pays in a dear chunk (picked on
+the fit half from 40 to 160: the least mean absolute error on Belarusian, 120 and 140 tied;
+the dearer is the safer)."""
 
 
 def with_extra_regimes(
-    letter_rate: tuple[int, ...], dear: int, code_percent: int
+    letter_rate: tuple[int, ...], dear: tuple[int, int], code_percent: int
 ) -> npt.NDArray[np.int64]:
     """The letter rates by script, regime (of `REGIMES`) and stride.
 
-    The dear regime's are the costly ones plus `dear` at stride 1 (every letter); the code
+    The dear regime's are the costly ones plus `dear` (Latin, other alphabets) at stride 1
+    (every letter); the code
     regime's are the cheap ones, with the Latin strides times `code_percent` / 100.
     """
     fitted = np.array(letter_rate, dtype=np.int64).reshape(2, 2, -1)
     dear_rates = fitted[:, 1].copy()
-    dear_rates[0, 1] += dear  # Latin words only: the evidence reads Latin letter pairs
+    dear_rates[:, 1] += dear
     # Code: Latin letters at the cheap rates, strides damped; other letters (in strings and
     # comments) at the costly ones, as most alphabets but Russian's are.
     damped = fitted[0, 0] * np.array([100, *[code_percent] * (fitted.shape[2] - 1)]) // 100

@@ -21,10 +21,27 @@ _C = (
 )
 _ENGLISH = "The file has been removed from the folder. Choose another one and try again. " * 4
 
-# Code punctuation, identifiers, Welsh letter pairs and prose: texts of these switch
+# Code punctuation, identifiers, Welsh letter pairs, Belarusian and prose: texts of these switch
 # between the code, dear, costly and cheap regimes from chunk to chunk.
 _PIECES = st.sampled_from(
-    [*";{}=*_", "->", "rd", "len", "header", "dd", "ll", "wy", "zk", "ś", *" \n()Y", "the ", "42"]
+    [
+        *";{}=*_",
+        "->",
+        "rd",
+        "len",
+        "header",
+        "ў",
+        "аў",
+        "ы",
+        "dd",
+        "ll",
+        "wy",
+        "zk",
+        "ś",
+        *" \n()Y",
+        "the ",
+        "42",
+    ]
 )
 
 
