@@ -363,7 +363,8 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
     spaces = script == model.SPACES
     runs = np.count_nonzero(spaces & ((position == 2) | (position % model.SPACE_TOKEN == 0)))
     fixed += model.LONG_RUN_RATE * int(np.count_nonzero(word & (position > model.LONG_RUN)))
-    fixed += model.DEAR_LETTER_RATE * dear + model.DEAR_ALPHABET_RATE * dear_alphabet
+    fixed += regimes.DEAR_LETTER_RATE * dear + regimes.DEAR_ALPHABET_RATE * dear_alphabet
+    fixed += model.BACKSLASH_RATE * int(np.count_nonzero(cls == model.BACKSLASH))
     return pairs.astype(np.float64), letters, fixed + model.SPACE_RUN * int(runs)
 
 

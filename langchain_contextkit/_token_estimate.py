@@ -14,17 +14,13 @@ character, and charges
   cl100k cuts between classes (``aB`` inside a letter run, a digit followed by a letter,
   a space before a number);
 - a charge for each letter by its position in its word (every 2nd, 3rd, 4th, 6th, ...
-  letter of a word, `STRIDES`), in one of two regimes. cl100k holds most English (and
-  many Russian) words whole, so their letters after the first cost almost nothing, but
-  it cuts the words of most other languages every three or four letters. The regime is
-  decided chunk by chunk (`CHUNK` characters from the text's start) by the language of
-  the `CHUNKS_BACK` chunks before: each letter carries a log-likelihood ratio between
-  the two groups of languages (``z``, ``k``, ``j`` and ``і`` point to the costly group,
-  ``h``, ``y``, ``w`` and ``ы`` to the cheap one), and chunks whose sum exceeds
-  `THRESHOLD` put the next chunk's letters in the costly regime;
+  letter of a word, `STRIDES`), by the regime of its chunk (`_token_regimes`): cl100k
+  holds most English (and many Russian) words whole, and cuts the words of most other
+  languages every three or four letters; each letter's log-likelihood ratio between the
+  two (``z``, ``k``, ``і`` against ``h``, ``y``, ``ы``), the letter pairs of Welsh, ``ў``
+  and the punctuation of source code, summed over the chunks before, pick the rates;
 - a surcharge for every letter past the `LONG_RUN`-th of one word: no vocabulary holds
-  such words, so cl100k cuts a long unbroken run (``xxxx...``, a blob) every few letters.
-
+  such words, so cl100k cuts a long unbroken run (``xxxx...``, a blob) every few letters;
 - every other character (Arabic, Hebrew, Indic and South-East Asian scripts, symbols,
   emoji, combining marks, the astral planes) by its script group and its tier: the tokens
   the dearer of cl100k and o200k spends on it alone (`GROUPS`, `_tier_tables`), never 0;
@@ -54,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from langchain_contextkit import _token_regimes as regimes
 from langchain_contextkit._tier_tables import CJK_TIERS, EVIDENCE, LETTER_PAIRS, PAIR_EVIDENCE
 from langchain_contextkit._token_groups import GROUPS, transition_groups
 from langchain_contextkit._token_packing import (
@@ -61,14 +58,6 @@ from langchain_contextkit._token_packing import (
     pack_two_bits,
     unpack_bytes,
     unpack_two_bits,
-)
-from langchain_contextkit._token_regimes import (
-    CODE_CHARS,
-    CODE_LETTER_PERCENT,
-    DEAR_ALPHABET_RATE,
-    DEAR_LETTER_RATE,
-    SHORT_U_EVIDENCE,
-    with_extra_regimes,
 )
 
 __all__ = ["TABLES", "Tables"]
@@ -100,15 +89,17 @@ LETTER_GROUPS = GROUPS[: GROUPS.index("letters") + 1]
 TIERS = 4
 GROUP_BASE = LOWER + 26
 CODE_PUNCT = GROUP_BASE + len(GROUPS) * TIERS
-"""Punctuation of source code (`CODE_CHARS`): priced as PUNCT, but its pair evidence pulls
-the chunks after it towards the code regime (`CODE_REGIME`)."""
+"""Punctuation of source code (`CODE_CHARS`), priced as PUNCT: its pair evidence pulls the
+chunks after it towards the code regime."""
 SHORT_U = CODE_PUNCT + 1
-"""Belarusian ``ў``: priced as CYRILLIC_RARE, but its pair evidence (`SHORT_U_EVIDENCE`) puts
-the chunks after it in the dear regime: cl100k cuts Belarusian far more often than Russian
-or Ukrainian, whose letters it shares."""
-PRICED_AS = {CODE_PUNCT: PUNCT, SHORT_U: CYRILLIC_RARE}
-"""Classes that only carry evidence, and the class whose costs they take."""
-N_CLASSES = SHORT_U + 1
+"""Belarusian ``ў``, priced as CYRILLIC_RARE: its pair evidence (`SHORT_U_EVIDENCE`) makes
+the chunks after it dear (cl100k cuts Belarusian far more than Russian or Ukrainian)."""
+BACKSLASH = SHORT_U + 1
+"""``\\``, priced as PUNCT plus `BACKSLASH_RATE`: neither tokenizer merges it with the
+punctuation after it (roff's ``\\('a`` is ``\\``, ``('``, ``a``)."""
+PRICED_AS = {CODE_PUNCT: PUNCT, SHORT_U: CYRILLIC_RARE, BACKSLASH: PUNCT}
+"""Classes that take the costs of another (plus their own charge), and that class."""
+N_CLASSES = BACKSLASH + 1
 START = N_CLASSES
 """The class "before" a text's first character: pair codes run to (N_CLASSES + 1) * N_CLASSES."""
 CLASS_NAMES = (
@@ -120,6 +111,7 @@ CLASS_NAMES = (
     *(f"{group}{tier}" for group in GROUPS for tier in range(1, TIERS + 1)),
     "code_punct",
     "cyrillic_short_u",
+    "backslash",
 )
 
 
@@ -181,12 +173,12 @@ _EVIDENCE = EVIDENCE
 """zlib + base64 of one signed byte per code point below U+0800 (case-folded letters)."""
 
 _LETTER_PAIRS = LETTER_PAIRS
-_PAIR_EVIDENCE = PAIR_EVIDENCE
-"""zlib + base64 of one signed byte per pair of `PAIRED_LETTERS`, as `_LETTER_PAIRS`: the
-log-likelihood ratio (1/4 nat) of the pair between Welsh and all other text with letters."""
 """zlib + base64 of one byte per pair of `PAIRED_LETTERS` (previous, then current): how
 often cl100k or o200k (the dearer) cuts a word between the two, in 1/255, every category
 of text weighted alike."""
+_PAIR_EVIDENCE = PAIR_EVIDENCE
+"""zlib + base64 of one signed byte per pair of `PAIRED_LETTERS`, as `_LETTER_PAIRS`: the
+log-likelihood ratio (1/4 nat) of the pair between Welsh and all other text with letters."""
 LETTER_PAIR_FLOOR = 30
 """Cut shares (1/255) up to this are free: the stride rates price a word's usual cuts."""
 
@@ -274,20 +266,23 @@ GROUP_RATE: dict[str, int] = {
 }
 """Milli-tokens per token a group's character costs alone."""
 GROUP_WORD: dict[str, int] = {"hebrew": 218, "armenian": 1617, "sinhala": 460}
+"""Milli-tokens where a word of a letter group starts."""
 LETTER_PAIR_WEIGHT = 2253
 """Milli-tokens of a certain cut between two letters (a pair's share of cuts above
 `LETTER_PAIR_FLOOR`, times this)."""
-"""Milli-tokens where a word of a letter group starts."""
 LONG_RUN = 16
 """Letters of one word past this many pay `LONG_RUN_RATE` each."""
 LONG_RUN_RATE = 80
+"""Fixed, not fitted (the corpus has few such runs): with the cheap Latin stride rate it
+prices ``"x" * 4000`` at cl100k's eight letters a token."""
 SPACE_RUN = 1000
 """Fixed: the pre-tokenizer makes every run of two or more spaces but its last one token
 (cl100k and o200k both: ``"a  b"`` is three tokens), and one more per `SPACE_TOKEN`."""
 SPACE_TOKEN = 81
 """o200k's longest run of spaces is 80 (cl100k's 128): a longer run costs another token."""
-"""Fixed, not fitted (the corpus has few such runs): with the cheap Latin stride rate it
-prices ``"x" * 4000`` at cl100k's eight letters a token."""
+BACKSLASH_RATE = 850
+"""Picked on the fit half from 0 to 1200: the least mean absolute error on roff sources
+that keeps the lowest documents of roff and of shell/Perl above -15%."""
 START_CHARGE = 500
 MILLI = 1000
 MIN_GROUP_RATE = 50
@@ -390,9 +385,10 @@ def build_class_table(
     common, cyrillic = frozenset(accented_common), frozenset(cyrillic_common)
     table = np.full(0x110000, OTHER, dtype=np.uint8)
     table[:0x80] = [_ascii_class(chr(cp)) for cp in range(0x80)]
-    table[[ord(ch) for ch in CODE_CHARS]] = CODE_PUNCT
+    table[[ord(ch) for ch in regimes.CODE_CHARS]] = CODE_PUNCT
     table[0x80:0x800] = [_two_byte_class(cp, common, cyrillic) for cp in range(0x80, 0x800)]
     table[[ord("ў"), ord("Ў")]] = SHORT_U
+    table[ord("\\")] = BACKSLASH
     for first, last, cls in (
         (0x2000, 0x200A, OTHER_SPACE),
         (0x1100, 0x11FF, HANGUL3),
@@ -470,7 +466,10 @@ def letter_pair_costs(shares: npt.NDArray[np.uint8], weight: int) -> dict[tuple[
 
 
 def build_pair_costs(
-    char_rate: dict[int, int], run_start: dict[int, int], transition: dict[tuple[int, int], int]
+    char_rate: dict[int, int],
+    run_start: dict[int, int],
+    transition: dict[tuple[int, int], int],
+    backslash_rate: int = 0,
 ) -> npt.NDArray[np.int64]:
     """Cost of a character given its own class and the class before it.
 
@@ -488,6 +487,7 @@ def build_pair_costs(
     for clone, priced in PRICED_AS.items():  # priced as their class, before and after
         pair[:, clone] = pair[:, priced]
         pair[clone] = pair[priced]
+    pair[:, BACKSLASH] += backslash_rate
     pair[START] = np.maximum(pair[START], 1)  # any non-empty text costs at least one token
     return pair.reshape(-1)
 
@@ -552,9 +552,10 @@ class Tables:
         letter_pairs: str = _LETTER_PAIRS,
         letter_pair_weight: int = LETTER_PAIR_WEIGHT,
         pair_evidence: str = _PAIR_EVIDENCE,
-        dear_letter_rate: int = DEAR_LETTER_RATE,
-        code_letter_percent: int = CODE_LETTER_PERCENT,
-        dear_alphabet_rate: int = DEAR_ALPHABET_RATE,
+        dear_letter_rate: int = regimes.DEAR_LETTER_RATE,
+        code_letter_percent: int = regimes.CODE_LETTER_PERCENT,
+        dear_alphabet_rate: int = regimes.DEAR_ALPHABET_RATE,
+        backslash_rate: int = BACKSLASH_RATE,
     ) -> Tables:
         """Build the tables from the shipped parameters or from the fit script's."""
         chars, transitions = with_groups(
@@ -566,13 +567,12 @@ class Tables:
         pairs = letter_pair_costs(unpack_letter_pairs(letter_pairs), letter_pair_weight)
         for pair, cost in pairs.items():
             transitions[pair] = transitions.get(pair, 0) + cost
+        starts = RUN_START if run_start is None else run_start
         return cls(
             classes=build_class_table(accented_common, cjk_tiers, group_tiers, cyrillic_common),
             evidence=unpack_evidence(evidence),
-            pair_cost=build_pair_costs(
-                chars, RUN_START if run_start is None else run_start, transitions
-            ),
-            letter_rate=with_extra_regimes(
+            pair_cost=build_pair_costs(chars, starts, transitions, backslash_rate),
+            letter_rate=regimes.with_extra_regimes(
                 letter_rate, (dear_letter_rate, dear_alphabet_rate), code_letter_percent
             ),
             pair_evidence=build_pair_evidence(unpack_letter_pairs(pair_evidence).view(np.int8)),
@@ -585,7 +585,7 @@ def build_pair_evidence(evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]
     table = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
     paired = np.array(PAIRED_LETTERS)
     table[np.ix_(paired, paired)] = evidence
-    table[:, SHORT_U] = SHORT_U_EVIDENCE
+    table[:, SHORT_U] = regimes.SHORT_U_EVIDENCE
     return table.reshape(-1)
 
 
