@@ -61,15 +61,17 @@ _KEYS = 16
 """A run's key: ``regime * 4 + script`` (script 0 is no letter and costs nothing); run
 costs are laid out by length, then key (``length << 4 | key``)."""
 _KEY_BITS = 4
-_COST_BITS = 20
-_EVIDENCE_BITS = 20
+_COST_BITS = 18
+_EVIDENCE_BITS = 12
 """The numpy paths read a pair's cost, its dear-language evidence and its code evidence in
-one int64: ``cost + (dear << _COST_BITS) + (code << (_COST_BITS + _EVIDENCE_BITS))``. A
-chunk's costs sum below ``1 << _COST_BITS`` (32 characters of at most 2**15 each) and its
-dear evidence lies within ``±(1 << (_EVIDENCE_BITS - 1))`` (32 signed bytes), so one sum per
-chunk gives all three. The two kinds of evidence stay packed (`_evidence`, ``dear + code <<
+one int32: ``cost + (dear << _COST_BITS) + (code << (_COST_BITS + _EVIDENCE_BITS))``. A
+chunk's costs sum below ``1 << _COST_BITS`` (32 characters of less than 2**13 each) and its
+dear evidence lies within ``±(1 << (_EVIDENCE_BITS - 1))`` (32 pairs within ±64), so one
+sum per chunk gives all three. The two kinds of evidence stay packed (``dear + code <<
 _EVIDENCE_BITS``) through the window sums, and are split only where one may pass its
 threshold (`_split`)."""
+_MOST_COST = 1 << (_COST_BITS - 5)
+_MOST_DEAR = 1 << (_EVIDENCE_BITS - 6)
 
 
 class _Fast:
@@ -89,8 +91,11 @@ class _Fast:
         ).tolist()
         # Pair costs and evidence by ``current * 256 + previous``: a little-endian uint16
         # read at every byte of the class bytes is that index.
-        if int(tables.pair_cost.max()) >= 1 << (_COST_BITS - 5) or tables.pair_cost.min() < 0:
-            msg = "pair costs must lie in [0, 2**15) to be packed with their evidence"
+        if int(tables.pair_cost.max()) >= _MOST_COST or tables.pair_cost.min() < 0:
+            msg = f"pair costs must lie in [0, {_MOST_COST}) to be packed with their evidence"
+            raise ValueError(msg)
+        if int(np.abs(tables.pair_evidence).max()) >= _MOST_DEAR or np.ptp(tables.pair_code) > 1:
+            msg = f"pair evidence must lie in (-{_MOST_DEAR}, {_MOST_DEAR}), code evidence in 0-1"
             raise ValueError(msg)
         packed = (
             tables.pair_cost
@@ -98,8 +103,7 @@ class _Fast:
             + (tables.pair_code << (_COST_BITS + _EVIDENCE_BITS))
         )
         pairs = packed.reshape(N_CLASSES + 1, N_CLASSES)
-        # int64: numpy sums it per chunk without a cast, faster than int32 was.
-        by_bytes = np.zeros((256, 256), dtype=np.int64)
+        by_bytes = np.zeros((256, 256), dtype=np.int32)
         by_bytes[:N_CLASSES, : N_CLASSES + 1] = pairs.T
         self.pair_by_bytes = by_bytes.reshape(-1)
         # The Basic Multilingual Plane's class and evidence in one little-endian uint16.
@@ -304,29 +308,39 @@ def _split(
     return packed - (code << _EVIDENCE_BITS), code
 
 
-def _may_pass(evidence: npt.NDArray[np.int64], carried: tuple[int, ...]) -> bool:
+def _may_pass(evidence: npt.NDArray[np.int64], carried: tuple[int, ...], most: int) -> bool:
     """Whether some chunk's window of packed pair evidence may pass the dear or code threshold.
 
     A cheap test before the windows are summed: a prose text with a few CODE_PUNCT
-    characters passes neither.
+    characters passes neither. `most` is the largest packed value: its chunk holds the most
+    code evidence, since each unit of it outweighs any dear evidence.
     """
-    dear, code = _split(evidence)
-    most_dear, most_code = int(dear.max()), int(code.max())
+    half = 1 << (_EVIDENCE_BITS - 1)
+    if ((most + half) >> _EVIDENCE_BITS) * CHUNKS_BACK >= CODE_THRESHOLD:
+        return True
+    # The dear evidence alone, offset to be non-negative: the code evidence masked off.
+    mask = (1 << _EVIDENCE_BITS) - 1
+    most_dear = int(((evidence + half) & mask).max()) - half
     if carried:
-        carried_dear, carried_code = _split(np.array(carried, dtype=np.int64))
-        most_dear = max(most_dear, int(carried_dear.max()))
-        most_code = max(most_code, int(carried_code.max()))
-    return most_dear * CHUNKS_BACK > DEAR_THRESHOLD or most_code * CHUNKS_BACK >= CODE_THRESHOLD
+        most_dear = max(most_dear, *(((c + half) & mask) - half for c in carried))
+    return most_dear * CHUNKS_BACK > DEAR_THRESHOLD
 
 
 def _packed_regimes(
-    letters: npt.NDArray[np.int64], evidence: npt.NDArray[np.int64]
+    sums: npt.NDArray[np.int64], evidence: npt.NDArray[np.int64], carry: _Carry
 ) -> npt.NDArray[np.uint8] | None:
-    """`_regimes` from letter and packed evidence windows; None if no chunk is dear or code."""
-    dear, code = _split(evidence)
+    """`_regimes` from per-chunk letter and packed pair evidence (None: no dear or code chunk).
+
+    The letter evidence windows are only summed when some chunk is dear or code.
+    """
+    dear, code = _split(_window_sums(evidence, carry.evidence))
     if (dear > DEAR_THRESHOLD).any() or (code >= CODE_THRESHOLD).any():
-        return _regimes(letters, dear, code)
+        return _regimes(_window_sums(sums, carry.sums), dear, code)
     return None
+
+
+_FEW_STRETCHES = 4
+"""Up to this many regime changes, each stretch is translated with its own table."""
 
 
 def _run_keys(
@@ -335,11 +349,14 @@ def _run_keys(
     """Every character's run key: its script, and the regime of its chunk (None: all 0)."""
     if regimes is None:
         return np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[0]), dtype=np.uint8)
-    # Stretches of one regime are few: each is translated with its own table.
     changes = ((regimes[1:] != regimes[:-1]).nonzero()[0] + 1).tolist()
     if not changes:
         table = _SCRIPT_KEYS[int(regimes[0])]
         return np.frombuffer(class_bytes.translate(table), dtype=np.uint8)
+    if len(changes) > _FEW_STRETCHES:  # code and prose in turn: shift every key at once
+        # A non-letter's key shifts too: its runs split where the regime changes, at no cost.
+        shift = np.repeat(regimes.astype(np.uint8) << 2, CHUNK)[: len(class_bytes)]
+        return np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[0]), dtype=np.uint8) + shift
     starts = [0, *changes]
     values = regimes[starts].tolist()
     bounds = [*(c * CHUNK for c in starts), len(class_bytes)]
@@ -422,13 +439,11 @@ def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -
     if carry.evidence:
         most_pair = max(most_pair, *carry.evidence)
     regimes: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None
-    if most_pair * CHUNKS_BACK > DEAR_THRESHOLD and _may_pass(pair_evidence, carry.evidence):
-        regimes = _packed_regimes(
-            _window_sums(sums, carry.sums), _window_sums(pair_evidence, carry.evidence)
-        )
-    if (
-        regimes is None and most * CHUNKS_BACK > THRESHOLD
-    ):  # cheap or costly only (a bool is regime 0 or 1)
+    if most_pair * CHUNKS_BACK > DEAR_THRESHOLD and _may_pass(
+        pair_evidence, carry.evidence, most_pair
+    ):
+        regimes = _packed_regimes(sums, pair_evidence, carry)
+    if regimes is None and most * CHUNKS_BACK > THRESHOLD:  # cheap or costly (a bool: 0 or 1)
         regimes = _window_sums(sums, carry.sums) > THRESHOLD
     runs = _runs(_run_keys(class_bytes, regimes), None, fast)
     milli += int(runs.costs.sum())

@@ -96,3 +96,20 @@ def test_roff_escapes_pay_for_the_backslash_cl100k_cuts_at() -> None:
     assert count_tokens(_ENGLISH) == counting._count_short(_ENGLISH, without)
     exact = tiktoken_counter("cl100k_base")
     assert count_tokens(roff) >= 0.88 * exact(roff), (count_tokens(roff), exact(roff))
+
+
+def test_every_path_agrees_where_code_and_prose_alternate_often() -> None:
+    # More regime changes than `_FEW_STRETCHES`: the run keys are shifted in one pass.
+    text = (_C + _ENGLISH) * 6
+    expected = counting._count_short(text)
+    regimes = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(counting, "_SHORT_TEXT", 0)
+        real = counting._run_keys
+        patch.setattr(counting, "_run_keys", lambda b, r: regimes.append(r) or real(b, r))
+        assert counting.count_text_tokens(text) == expected
+        changes = int((regimes[0][1:] != regimes[0][:-1]).sum())
+        assert changes > counting._FEW_STRETCHES
+        patch.setattr(counting, "_BLOCK", 7)
+        assert counting.count_text_tokens(text) == expected
+    assert count_each([text, _C]) == [expected, counting._count_short(_C)]
