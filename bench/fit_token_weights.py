@@ -340,7 +340,10 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
         before[before == clone] = own
     pairs = np.bincount(before * model.N_CLASSES + priced, minlength=n_pairs)
     script, position, regime = _scripts_positions_regimes(
-        cls, evidence.astype(np.int8), tables.pair_evidence[codes], tables.pair_code[codes]
+        cls,
+        evidence.astype(np.int8),
+        tables.pair_evidence[codes],
+        (cls == model.CODE_PUNCT).astype(np.int64),
     )
     letters = np.zeros(model.N_LETTER_RATES)
     word = (script > 0) & (script != model.SPACES)

@@ -27,6 +27,7 @@ from langchain_contextkit._token_estimate import (
     _PER_ROW,
     _PERIOD,
     ALPHABET,
+    CODE_PUNCT,
     LATIN,
     LONG_RUN,
     LONG_RUN_RATE,
@@ -62,16 +63,15 @@ _KEYS = 16
 costs are laid out by length, then key (``length << 4 | key``)."""
 _KEY_BITS = 4
 _COST_BITS = 18
-_EVIDENCE_BITS = 12
-"""The numpy paths read a pair's cost, its dear-language evidence and its code evidence in
-one int32: ``cost + (dear << _COST_BITS) + (code << (_COST_BITS + _EVIDENCE_BITS))``. A
-chunk's costs sum below ``1 << _COST_BITS`` (32 characters of less than 2**13 each) and its
-dear evidence lies within ``±(1 << (_EVIDENCE_BITS - 1))`` (32 pairs within ±64), so one
-sum per chunk gives all three. The two kinds of evidence stay packed (``dear + code <<
-_EVIDENCE_BITS``) through the window sums, and are split only where one may pass its
-threshold (`_split`)."""
-_MOST_COST = 1 << (_COST_BITS - 5)
-_MOST_DEAR = 1 << (_EVIDENCE_BITS - 6)
+_CODE_BITS = 6
+"""The numpy paths read a pair's cost, its code evidence (1 where it ends in CODE_PUNCT) and
+its dear-language evidence in one int32: ``cost + (code << 18) + (dear << 24)``. Summed
+per chunk of 32 characters, the costs stay below ``1 << 18`` (each below 2**13) and the
+code evidence below ``1 << 6``, so one sum gives all three: ``sum >> 18`` is ``code + (dear
+<< 6)``, whose largest value belongs to the chunk of the most dear evidence."""
+_CODE_BYTE = bytes([CODE_PUNCT])
+"""``bytes.count`` of it bounds a block's code evidence at C speed: only texts dense in code
+punctuation read it per chunk."""
 
 
 class _Fast:
@@ -85,23 +85,20 @@ class _Fast:
         self.evidence_list = tables.evidence.tolist()
         self.pair_list = tables.pair_cost.tolist()
         self.pair_evidence_list = tables.pair_evidence.tolist()
-        self.pair_code_list = tables.pair_code.tolist()
-        self.pair_packed_evidence = (
-            tables.pair_evidence + (tables.pair_code << _EVIDENCE_BITS)
-        ).tolist()
         # Pair costs and evidence by ``current * 256 + previous``: a little-endian uint16
         # read at every byte of the class bytes is that index.
-        if int(tables.pair_cost.max()) >= _MOST_COST or tables.pair_cost.min() < 0:
-            msg = f"pair costs must lie in [0, {_MOST_COST}) to be packed with their evidence"
+        if int(tables.pair_cost.max()) >= 1 << (_COST_BITS - 5) or tables.pair_cost.min() < 0:
+            msg = "pair costs must lie in [0, 2**13) to be packed with their evidence"
             raise ValueError(msg)
-        if int(np.abs(tables.pair_evidence).max()) >= _MOST_DEAR or np.ptp(tables.pair_code) > 1:
-            msg = f"pair evidence must lie in (-{_MOST_DEAR}, {_MOST_DEAR}), code evidence in 0-1"
+        if int(np.abs(tables.pair_evidence).max()) > 127:  # noqa: PLR2004 - a signed byte
+            msg = "pair evidence must lie in [-127, 127] to be packed with the costs"
             raise ValueError(msg)
-        packed = (
-            tables.pair_cost
-            + (tables.pair_evidence << _COST_BITS)
-            + (tables.pair_code << (_COST_BITS + _EVIDENCE_BITS))
-        )
+        code = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
+        code[:, CODE_PUNCT] = 1
+        # A pair's evidence as ``sum >> _COST_BITS`` reads it: code + (dear << _CODE_BITS).
+        high = code.reshape(-1) + (tables.pair_evidence << _CODE_BITS)
+        self.pair_high_list = high.tolist()
+        packed = tables.pair_cost + (high << _COST_BITS)
         pairs = packed.reshape(N_CLASSES + 1, N_CLASSES)
         by_bytes = np.zeros((256, 256), dtype=np.int32)
         by_bytes[:N_CLASSES, : N_CLASSES + 1] = pairs.T
@@ -182,7 +179,6 @@ def _count_short(text: str, fast: _Fast | None = None) -> int:
     evidence = fast.evidence_list
     pair_cost = fast.pair_list
     pair_evidence = fast.pair_evidence_list
-    pair_code = fast.pair_code_list
     by_position = fast.by_position
     first = fast.first_list
     scripts = SCRIPT_OF_CLASS
@@ -208,7 +204,7 @@ def _count_short(text: str, fast: _Fast | None = None) -> int:
         cls = classes[cp]
         milli += pair_cost[prev * N_CLASSES + cls]
         dear += pair_evidence[prev * N_CLASSES + cls]
-        code += pair_code[prev * N_CLASSES + cls]
+        code += cls == CODE_PUNCT
         if cp < _EVIDENCE_END:
             chunk += evidence[cp]
         own = scripts[cls]
@@ -264,7 +260,9 @@ def _pair_costs(class_bytes: bytes, fast: _Fast) -> npt.NDArray[np.signedinteger
     return np.take(fast.pair_by_bytes, codes)
 
 
-def _window_sums(sums: npt.NDArray[np.int64], before: tuple[int, ...]) -> npt.NDArray[np.int64]:
+def _window_sums(
+    sums: npt.NDArray[np.int64] | npt.NDArray[np.uint8], before: tuple[int, ...]
+) -> npt.NDArray[np.int64]:
     """Each chunk's sum over the CHUNKS_BACK chunks before it, in one text.
 
     `before` holds the sums of the chunks before `sums` (the block before, at most
@@ -291,52 +289,17 @@ def _batch_window_sums(
 
 
 def _regimes(
-    evidence: npt.NDArray[np.int64], dear: npt.NDArray[np.int64], code: npt.NDArray[np.int64]
+    evidence: npt.NDArray[np.int64],
+    dear: npt.NDArray[np.int64] | None,
+    code: npt.NDArray[np.int64] | None,
 ) -> npt.NDArray[np.uint8]:
-    """`_regime` of every chunk, from its letter, dear and code evidence windows."""
+    """`_regime` of every chunk, from its evidence windows (None: none reaches its threshold)."""
     regimes = (evidence > THRESHOLD).astype(np.uint8)
-    regimes[code >= CODE_THRESHOLD] = CODE_REGIME
-    regimes[dear > DEAR_THRESHOLD] = 2
+    if code is not None:
+        regimes[code >= CODE_THRESHOLD] = CODE_REGIME
+    if dear is not None:
+        regimes[dear > DEAR_THRESHOLD] = 2
     return regimes
-
-
-def _split(
-    packed: npt.NDArray[np.int64],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The dear and the code evidence of packed sums (``dear + code << _EVIDENCE_BITS``)."""
-    code = (packed + (1 << (_EVIDENCE_BITS - 1))) >> _EVIDENCE_BITS
-    return packed - (code << _EVIDENCE_BITS), code
-
-
-def _may_pass(evidence: npt.NDArray[np.int64], carried: tuple[int, ...], most: int) -> bool:
-    """Whether some chunk's window of packed pair evidence may pass the dear or code threshold.
-
-    A cheap test before the windows are summed: a prose text with a few CODE_PUNCT
-    characters passes neither. `most` is the largest packed value: its chunk holds the most
-    code evidence, since each unit of it outweighs any dear evidence.
-    """
-    half = 1 << (_EVIDENCE_BITS - 1)
-    if ((most + half) >> _EVIDENCE_BITS) * CHUNKS_BACK >= CODE_THRESHOLD:
-        return True
-    # The dear evidence alone, offset to be non-negative: the code evidence masked off.
-    mask = (1 << _EVIDENCE_BITS) - 1
-    most_dear = int(((evidence + half) & mask).max()) - half
-    if carried:
-        most_dear = max(most_dear, *(((c + half) & mask) - half for c in carried))
-    return most_dear * CHUNKS_BACK > DEAR_THRESHOLD
-
-
-def _packed_regimes(
-    sums: npt.NDArray[np.int64], evidence: npt.NDArray[np.int64], carry: _Carry
-) -> npt.NDArray[np.uint8] | None:
-    """`_regimes` from per-chunk letter and packed pair evidence (None: no dear or code chunk).
-
-    The letter evidence windows are only summed when some chunk is dear or code.
-    """
-    dear, code = _split(_window_sums(evidence, carry.evidence))
-    if (dear > DEAR_THRESHOLD).any() or (code >= CODE_THRESHOLD).any():
-        return _regimes(_window_sums(sums, carry.sums), dear, code)
-    return None
 
 
 _FEW_STRETCHES = 4
@@ -410,7 +373,40 @@ class _Carry:
     key: int = 0  # the run the block ended in
     run: int = 0  # ... and its length so far
     sums: tuple[int, ...] = ()  # letter evidence of the last CHUNKS_BACK chunks
-    evidence: tuple[int, ...] = ()  # ... and their pair evidence, packed
+    dear: tuple[int, ...] = ()  # ... their pair evidence
+    code: tuple[int, ...] = ()  # ... and their code evidence
+
+
+def _block_regimes(
+    sums: npt.NDArray[np.int64],
+    high: npt.NDArray[np.int64],
+    code: npt.NDArray[np.int64] | None,
+    carry: _Carry,
+) -> npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None:
+    """Each chunk's regime from a block's chunk evidence (None: all cheap).
+
+    `high` is each chunk's ``code + (dear << _CODE_BITS)``; `code` its code evidence, None
+    where too little to pass the threshold.
+    """
+    # Evidence that cannot pass a threshold leaves every chunk in regime 0.
+    most = max(int(sums.max()), *carry.sums) if carry.sums else int(sums.max())
+    most_dear = int(high.max()) >> _CODE_BITS  # the code evidence never reaches 1 << _CODE_BITS
+    most_dear = max(most_dear, *carry.dear) if carry.dear else most_dear
+    dear_windows = code_windows = None
+    if most_dear * CHUNKS_BACK > DEAR_THRESHOLD:
+        dear_windows = _window_sums(high >> _CODE_BITS, carry.dear)
+        if not (dear_windows > DEAR_THRESHOLD).any():
+            dear_windows = None
+    most_code = 0 if code is None else max(int(code.max()), *carry.code, 0)
+    if code is not None and most_code * CHUNKS_BACK >= CODE_THRESHOLD:
+        code_windows = _window_sums(code, carry.code)
+        if not (code_windows >= CODE_THRESHOLD).any():
+            code_windows = None
+    if dear_windows is not None or code_windows is not None:
+        return _regimes(_window_sums(sums, carry.sums), dear_windows, code_windows)
+    if most * CHUNKS_BACK > THRESHOLD:  # cheap or costly only (a bool is regime 0 or 1)
+        return _window_sums(sums, carry.sums) > THRESHOLD
+    return None
 
 
 def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -> int:
@@ -425,26 +421,17 @@ def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -
         packed = np.add.reduceat(
             _pair_costs(class_bytes, fast), _PAIR_CHUNK_STARTS[:chunks], dtype=np.int64
         )
-        pair_evidence = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
-        milli += int(packed.sum()) - (int(pair_evidence.sum()) << _COST_BITS)
+        high = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
+        milli += int(packed.sum()) - (int(high.sum()) << _COST_BITS)
     else:
-        pair_evidence = np.zeros(1, dtype=np.int64)
-    first_evidence = fast.pair_packed_evidence[first]
+        high = np.zeros(1, dtype=np.int64)
+    first_evidence = fast.pair_high_list[first]
     if first_evidence:  # the block's first pair joins chunk 0 (a text's first has none)
-        pair_evidence[0] += first_evidence
-    # Evidence that cannot pass a threshold leaves every chunk in regime 0. Packed evidence
-    # this low holds no code evidence (each unit of it adds 1 << _EVIDENCE_BITS).
-    most = max(int(sums.max()), *carry.sums) if carry.sums else int(sums.max())
-    most_pair = int(pair_evidence.max())
-    if carry.evidence:
-        most_pair = max(most_pair, *carry.evidence)
-    regimes: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None
-    if most_pair * CHUNKS_BACK > DEAR_THRESHOLD and _may_pass(
-        pair_evidence, carry.evidence, most_pair
-    ):
-        regimes = _packed_regimes(sums, pair_evidence, carry)
-    if regimes is None and most * CHUNKS_BACK > THRESHOLD:  # cheap or costly (a bool: 0 or 1)
-        regimes = _window_sums(sums, carry.sums) > THRESHOLD
+        high[0] += first_evidence
+    # The code evidence is read only where enough CODE_PUNCT characters could make a chunk code.
+    dense = more or class_bytes.count(_CODE_BYTE) + sum(carry.code) >= CODE_THRESHOLD
+    code = high & ((1 << _CODE_BITS) - 1) if dense else None
+    regimes = _block_regimes(sums, high, code, carry)
     runs = _runs(_run_keys(class_bytes, regimes), None, fast)
     milli += int(runs.costs.sum())
     if not carry.key and not more:  # a whole text: no word goes on from or into another block
@@ -459,7 +446,9 @@ def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -
     carry.key = int(runs.keys[-1])
     carry.prev = class_bytes[-1]
     carry.sums = (*carry.sums, *sums[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
-    carry.evidence = (*carry.evidence, *pair_evidence[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
+    tail = high[-CHUNKS_BACK:]
+    carry.dear = (*carry.dear, *(tail >> _CODE_BITS).tolist())[-CHUNKS_BACK:]
+    carry.code = (*carry.code, *(tail & ((1 << _CODE_BITS) - 1)).tolist())[-CHUNKS_BACK:]
     return milli
 
 
@@ -558,12 +547,14 @@ def _count_batch(texts: list[str], batch: list[int], counts: list[int], fast: _F
     firsts = np.repeat(np.cumsum([0, *chunks[:-1]]), chunks).astype(np.intp)
     chunk_starts = offsets + (np.arange(len(offsets)) - firsts) * CHUNK
     packed = np.add.reduceat(cost, chunk_starts, dtype=np.int64)
-    pair_evidence = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
-    costs = packed - (pair_evidence << _COST_BITS)
+    high = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
+    costs = packed - (high << _COST_BITS)
     milli = np.add.reduceat(costs, np.cumsum([0, *chunks[:-1]]), dtype=np.int64)
     sums = np.add.reduceat(evidence, chunk_starts, dtype=np.int64)
     regimes = _regimes(
-        _batch_window_sums(sums, firsts), *_split(_batch_window_sums(pair_evidence, firsts))
+        _batch_window_sums(sums, firsts),
+        _batch_window_sums(high >> _CODE_BITS, firsts),
+        _batch_window_sums(high & ((1 << _CODE_BITS) - 1), firsts),
     )
     if regimes.any() and not (regimes == regimes[0]).all():
         # A chunk's key shift spans the chunk, which may end early at a text's end.

@@ -531,8 +531,6 @@ class Tables:
     letter_rate: npt.NDArray[np.int64]
     pair_evidence: npt.NDArray[np.int64]
     """Dear-language evidence of each class pair, indexed as `pair_cost`."""
-    pair_code: npt.NDArray[np.int64]
-    """Code evidence of each class pair (1 where it ends in CODE_PUNCT), indexed as `pair_cost`."""
 
     @classmethod
     def build(
@@ -576,7 +574,6 @@ class Tables:
                 letter_rate, (dear_letter_rate, dear_alphabet_rate), code_letter_percent
             ),
             pair_evidence=build_pair_evidence(unpack_letter_pairs(pair_evidence).view(np.int8)),
-            pair_code=build_pair_code(),
         )
 
 
@@ -586,13 +583,6 @@ def build_pair_evidence(evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]
     paired = np.array(PAIRED_LETTERS)
     table[np.ix_(paired, paired)] = evidence
     table[:, SHORT_U] = regimes.SHORT_U_EVIDENCE
-    return table.reshape(-1)
-
-
-def build_pair_code() -> npt.NDArray[np.int64]:
-    """`Tables.pair_code`: 1 for every pair that ends in a CODE_PUNCT character."""
-    table = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
-    table[:, CODE_PUNCT] = 1
     return table.reshape(-1)
 
 
