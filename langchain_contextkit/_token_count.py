@@ -245,19 +245,19 @@ def _class_and_evidence(text: str, fast: _Fast) -> tuple[bytes, npt.NDArray[np.i
     units = text.encode("utf-16-le", "surrogatepass")  # a lone surrogate is one unit
     if len(units) == 2 * len(text):  # no surrogate pairs: every character is one unit
         # One lookup gives both: class in the low byte, evidence in the high one.
-        both = np.take(fast.bmp_class_evidence, np.frombuffer(units, dtype=np.uint16))
+        both = fast.bmp_class_evidence.take(np.frombuffer(units, dtype=np.uint16))
         return both.view(np.uint8)[0::2].tobytes(), both.view(np.int8)[1::2]
     codepoints = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    classes = np.take(fast.tables.classes, codepoints).tobytes()  # take: faster than indexing
+    classes = fast.tables.classes.take(codepoints).tobytes()  # take: faster than indexing
     # mode="clip" reads every later code point as U+07FF, whose evidence is 0.
-    return classes, np.take(fast.tables.evidence, codepoints, mode="clip")
+    return classes, fast.tables.evidence.take(codepoints, mode="clip")
 
 
 def _pair_costs(class_bytes: bytes, fast: _Fast) -> npt.NDArray[np.signedinteger]:
     """The cost of every character after the first, given the class before it."""
     # Each uint16 read one byte after the last is ``current * 256 + previous``.
     codes = np.ndarray((len(class_bytes) - 1,), dtype="<u2", buffer=class_bytes, strides=(1,))
-    return np.take(fast.pair_by_bytes, codes)
+    return fast.pair_by_bytes.take(codes)
 
 
 def _window_sums(
@@ -302,6 +302,10 @@ def _regimes(
     return regimes
 
 
+_total = np.add.reduce
+_most = np.maximum.reduce
+"""The ufuncs' reductions themselves: ``a.sum()`` and ``a.max()`` pass through Python
+wrappers that cost more than summing a few hundred numbers."""
 _FEW_STRETCHES = 4
 """Up to this many regime changes, each stretch is translated with its own table."""
 
@@ -352,13 +356,13 @@ def _runs(keys: npt.NDArray[np.uint8], breaks: npt.NDArray[np.intp] | None, fast
     bounds = starting.nonzero()[0]
     starts = bounds[:-1]
     lengths = bounds[1:] - starts
-    run_keys = np.take(keys, starts)
+    run_keys = keys.take(starts)
     # run_table is laid out by length, then key: one shift and one add make the index. No
     # run of a text of at most _RUN_TABLE characters is longer than the table.
     longest = int(lengths.max()) if n > _RUN_TABLE else 0
     index = (lengths if longest <= _RUN_TABLE else np.minimum(lengths, _RUN_TABLE)) << _KEY_BITS
     index += run_keys
-    costs = np.take(fast.run_table, index)
+    costs = fast.run_table.take(index)
     if longest > _RUN_TABLE:  # rare: priced by the formula
         for i in (lengths > _RUN_TABLE).nonzero()[0].tolist():
             costs[i] = fast.run_cost(int(run_keys[i]), int(lengths[i]))
@@ -389,15 +393,15 @@ def _block_regimes(
     where too little to pass the threshold.
     """
     # Evidence that cannot pass a threshold leaves every chunk in regime 0.
-    most = max(int(sums.max()), *carry.sums) if carry.sums else int(sums.max())
-    most_dear = int(high.max()) >> _CODE_BITS  # the code evidence never reaches 1 << _CODE_BITS
+    most = max(int(_most(sums)), *carry.sums) if carry.sums else int(_most(sums))
+    most_dear = int(_most(high)) >> _CODE_BITS  # the code evidence never reaches 1 << _CODE_BITS
     most_dear = max(most_dear, *carry.dear) if carry.dear else most_dear
     dear_windows = code_windows = None
     if most_dear * CHUNKS_BACK > DEAR_THRESHOLD:
         dear_windows = _window_sums(high >> _CODE_BITS, carry.dear)
         if not (dear_windows > DEAR_THRESHOLD).any():
             dear_windows = None
-    most_code = 0 if code is None else max(int(code.max()), *carry.code, 0)
+    most_code = 0 if code is None else max(int(_most(code)), *carry.code, 0)
     if code is not None and most_code * CHUNKS_BACK >= CODE_THRESHOLD:
         code_windows = _window_sums(code, carry.code)
         if not (code_windows >= CODE_THRESHOLD).any():
@@ -422,7 +426,7 @@ def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -
             _pair_costs(class_bytes, fast), _PAIR_CHUNK_STARTS[:chunks], dtype=np.int64
         )
         high = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
-        milli += int(packed.sum()) - (int(high.sum()) << _COST_BITS)
+        milli += int(_total(packed)) - (int(_total(high)) << _COST_BITS)
     else:
         high = np.zeros(1, dtype=np.int64)
     first_evidence = fast.pair_high_list[first]
@@ -433,7 +437,7 @@ def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -
     code = high & ((1 << _CODE_BITS) - 1) if dense else None
     regimes = _block_regimes(sums, high, code, carry)
     runs = _runs(_run_keys(class_bytes, regimes), None, fast)
-    milli += int(runs.costs.sum())
+    milli += int(_total(runs.costs))
     if not carry.key and not more:  # a whole text: no word goes on from or into another block
         return milli
     key, length = int(runs.keys[0]), int(runs.lengths[0])
