@@ -36,9 +36,10 @@ THRESHOLD = 16
 """Evidence (1/16 nat units) above which those chunks read as a costly language."""
 REGIMES = 4
 """Cheap, costly, dear and code. A dear chunk follows chunks whose letter pairs read as a
-language cl100k cuts every two or three letters (Welsh: ``dd``, ``ll``, ``wy``, ``yw``), which the
-letters alone read as English (``w``, ``y``, ``h``). It pays the costly rates plus
-`DEAR_LETTER_RATE` for every letter."""
+language cl100k cuts every two or three letters: Welsh (``dd``, ``ll``, ``wy``, ``yw``),
+which the letters alone read as English (``w``, ``y``, ``h``), or Belarusian (``ў``),
+which they read as Russian (``ы``, ``э``). It pays the costly rates plus
+`DEAR_LETTER_RATE` for every Latin letter and `DEAR_ALPHABET_RATE` for every other one."""
 CODE_REGIME = 3
 """A code chunk follows chunks dense in the punctuation of source code (`CODE_CHARS`): its
 Latin letters are mostly identifiers, which cl100k and o200k hold in fewer pieces than
@@ -73,8 +74,8 @@ def with_extra_regimes(
     """The letter rates by script, regime (of `REGIMES`) and stride.
 
     The dear regime's are the costly ones plus `dear` (Latin, other alphabets) at stride 1
-    (every letter); the code
-    regime's are the cheap ones, with the Latin strides times `code_percent` / 100.
+    (every letter); the code regime's are the cheap ones for Latin letters, their strides
+    times `code_percent` / 100, and the costly ones for the others.
     """
     fitted = np.array(letter_rate, dtype=np.int64).reshape(2, 2, -1)
     dear_rates = fitted[:, 1].copy()
