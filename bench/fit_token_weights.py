@@ -48,6 +48,7 @@ from exact_tokenizers import COUNTERS, bpe_openai_encoding
 from langchain_contextkit import (
     _token_count as counting,
     _token_estimate as model,
+    _token_regimes as regimes,
     count_tokens,
     tiktoken_counter,
 )
@@ -89,6 +90,10 @@ _FIXED = {
     # corpus (fitted freely the rate fell to 67 once Sinhala left "indic", and an emoji
     # family sequence came out 11% low against cl100k); the last free fit's value.
     "group mark": 320,
+    # Hangul syllables of tier 3 are byte fallback in cl100k (three bytes, now and then one
+    # merged with a neighbour: about 2.4 tokens each in context). Fitted freely the rate sat
+    # at 2147, where a keyboard-layout list of rare syllables came out 16% low.
+    "char hangul3": 2400,
 }
 _LETTERS = (*model.LOWER_LETTERS, model.UPPER, model.ACCENTED, model.ACCENTED_RARE)
 _LETTERS += (model.CYRILLIC, model.CYRILLIC_RARE, model.CYRILLIC_UPPER, model.GREEK)
@@ -287,22 +292,27 @@ def _windows(chunk: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> npt
     """Per chunk: the sum of `values` over the CHUNKS_BACK chunks before it."""
     sums = np.bincount(chunk, weights=values.astype(np.float64)).astype(np.int64)
     total = np.concatenate(([0], np.cumsum(sums)))
-    back = np.maximum(np.arange(len(sums)) - model.CHUNKS_BACK, 0)
+    back = np.maximum(np.arange(len(sums)) - regimes.CHUNKS_BACK, 0)
     return total[: len(sums)] - total[back]
 
 
 def _scripts_positions_regimes(
-    cls: npt.NDArray[np.uint8], evidence: npt.NDArray[np.int8], dear: npt.NDArray[np.int64]
+    cls: npt.NDArray[np.uint8],
+    evidence: npt.NDArray[np.int8],
+    dear: npt.NDArray[np.int64],
+    code: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Per character: script (0 for a non-letter), position in its word, its chunk's regime.
 
-    Regimes are 0 cheap, 1 costly and 2 dear; `dear` is each character's pair evidence.
+    Regimes are 0 cheap, 1 costly, 2 dear and 3 code; `dear` and `code` are each
+    character's pair evidence of the two kinds.
     """
     script = np.array([model.SCRIPT_OF_CLASS[c] for c in cls.tolist()], dtype=np.int64)
     index = np.arange(len(cls))
-    chunk = index // model.CHUNK
-    regime = (_windows(chunk, evidence.astype(np.int64)) > model.THRESHOLD).astype(np.int64)
-    regime[_windows(chunk, dear) > model.DEAR_THRESHOLD] = 2
+    chunk = index // regimes.CHUNK
+    regime = (_windows(chunk, evidence.astype(np.int64)) > regimes.THRESHOLD).astype(np.int64)
+    regime[_windows(chunk, code) >= regimes.CODE_THRESHOLD] = regimes.CODE_REGIME
+    regime[_windows(chunk, dear) > regimes.DEAR_THRESHOLD] = 2
     regime = regime[chunk]
     begins = np.ones(len(cls), dtype=bool)
     begins[1:] = (script[1:] != script[:-1]) | (regime[1:] != regime[:-1])
@@ -322,27 +332,46 @@ def features(text: str, tables: model.Tables) -> tuple[Vector, Vector, int]:
     evidence = np.where(codepoints < end, tables.evidence[np.minimum(codepoints, end - 1)], 0)
     previous = np.concatenate(([model.START], cls[:-1])).astype(np.int64)
     n_pairs = (model.N_CLASSES + 1) * model.N_CLASSES
-    pairs = np.bincount(previous * model.N_CLASSES + cls, minlength=n_pairs)
     codes = previous * model.N_CLASSES + cls
-    dear_evidence = tables.pair_evidence[codes]
+    # Classes that only carry evidence (CODE_PUNCT, SHORT_U) are priced as their own class.
+    priced, before = cls.astype(np.int64), previous.copy()
+    for clone, own in model.PRICED_AS.items():
+        priced[priced == clone] = own
+        before[before == clone] = own
+    pairs = np.bincount(before * model.N_CLASSES + priced, minlength=n_pairs)
     script, position, regime = _scripts_positions_regimes(
-        cls, evidence.astype(np.int8), dear_evidence
+        cls,
+        evidence.astype(np.int8),
+        tables.pair_evidence[codes],
+        (cls == model.CODE_PUNCT).astype(np.int64),
     )
     letters = np.zeros(model.N_LETTER_RATES)
     word = (script > 0) & (script != model.SPACES)
-    # The dear regime's letters are fitted as costly ones; its surcharge is fixed.
-    dear = int(np.count_nonzero(word & (regime == 2) & (script == model.LATIN)))
+    latin = script == model.LATIN
+    # The dear regime's letters are fitted as costly ones; its surcharges are fixed.
+    dear = int(np.count_nonzero(word & (regime == 2) & latin))
+    dear_alphabet = int(np.count_nonzero(word & (regime == 2) & (script == model.ALPHABET)))
+    # The code regime's Latin letters pay the tables' damped rates (not refitted here); its
+    # other letters are fitted as costly ones.
+    code_latin = word & (regime == regimes.CODE_REGIME) & latin
+    fitted = word & ~code_latin
+    code_rates = tables.letter_rate.reshape(2, regimes.REGIMES, -1)[0, regimes.CODE_REGIME]
+    fixed = int(code_rates[0]) * int(np.count_nonzero(code_latin & (position == 1)))
     row = ((script - 1) * 2 + np.minimum(regime, 1)) * model._PER_ROW  # noqa: SLF001
-    hit = word & (position == 1)
+    hit = fitted & (position == 1)
     letters += np.bincount(row[hit], minlength=model.N_LETTER_RATES)
     for k, stride in enumerate(model.STRIDES):
-        hit = word & (position % stride == 0)
+        hit = fitted & (position % stride == 0)
         letters += np.bincount(row[hit] + 1 + k, minlength=model.N_LETTER_RATES)
+        fixed += int(code_rates[1 + k]) * int(
+            np.count_nonzero(code_latin & (position % stride == 0))
+        )
     # Unfitted milli-tokens: the long-run surcharge and the space runs' fixed charges.
     spaces = script == model.SPACES
     runs = np.count_nonzero(spaces & ((position == 2) | (position % model.SPACE_TOKEN == 0)))
-    fixed = model.LONG_RUN_RATE * int(np.count_nonzero(word & (position > model.LONG_RUN)))
-    fixed += model.DEAR_LETTER_RATE * dear
+    fixed += model.LONG_RUN_RATE * int(np.count_nonzero(word & (position > model.LONG_RUN)))
+    fixed += regimes.DEAR_LETTER_RATE * dear + regimes.DEAR_ALPHABET_RATE * dear_alphabet
+    fixed += model.BACKSLASH_RATE * int(np.count_nonzero(cls == model.BACKSLASH))
     return pairs.astype(np.float64), letters, fixed + model.SPACE_RUN * int(runs)
 
 

@@ -27,15 +27,12 @@ from langchain_contextkit._token_estimate import (
     _PER_ROW,
     _PERIOD,
     ALPHABET,
-    CHUNK,
-    CHUNKS_BACK,
-    DEAR_THRESHOLD,
+    CODE_PUNCT,
     LATIN,
     LONG_RUN,
     LONG_RUN_RATE,
     MILLI,
     N_CLASSES,
-    REGIMES,
     SCRIPT_OF_CLASS,
     SPACE_RUN,
     SPACE_TOKEN,
@@ -44,8 +41,16 @@ from langchain_contextkit._token_estimate import (
     START_CHARGE,
     STRIDES,
     TABLES,
-    THRESHOLD,
     Tables,
+)
+from langchain_contextkit._token_regimes import (
+    CHUNK,
+    CHUNKS_BACK,
+    CODE_REGIME,
+    CODE_THRESHOLD,
+    DEAR_THRESHOLD,
+    REGIMES,
+    THRESHOLD,
 )
 
 __all__ = ["count_text_tokens", "count_texts_tokens"]
@@ -57,10 +62,16 @@ _KEYS = 16
 """A run's key: ``regime * 4 + script`` (script 0 is no letter and costs nothing); run
 costs are laid out by length, then key (``length << 4 | key``)."""
 _KEY_BITS = 4
-_COST_BITS = 20
-"""The numpy paths read a pair's cost and its dear-language evidence in one int32:
-``cost + evidence << _COST_BITS``. A chunk's costs sum below ``1 << _COST_BITS`` (32
-characters of at most 2**15 each), so one sum per chunk gives both."""
+_COST_BITS = 18
+_CODE_BITS = 6
+"""The numpy paths read a pair's cost, its code evidence (1 where it ends in CODE_PUNCT) and
+its dear-language evidence in one int32: ``cost + (code << 18) + (dear << 24)``. Summed
+per chunk of 32 characters, the costs stay below ``1 << 18`` (each below 2**13) and the
+code evidence below ``1 << 6``, so one sum gives all three: ``sum >> 18`` is ``code + (dear
+<< 6)``, whose largest value belongs to the chunk of the most dear evidence."""
+_CODE_BYTE = bytes([CODE_PUNCT])
+"""``bytes.count`` of it bounds a block's code evidence at C speed: only texts dense in code
+punctuation read it per chunk."""
 
 
 class _Fast:
@@ -77,9 +88,17 @@ class _Fast:
         # Pair costs and evidence by ``current * 256 + previous``: a little-endian uint16
         # read at every byte of the class bytes is that index.
         if int(tables.pair_cost.max()) >= 1 << (_COST_BITS - 5) or tables.pair_cost.min() < 0:
-            msg = "pair costs must lie in [0, 2**15) to be packed with their evidence"
+            msg = "pair costs must lie in [0, 2**13) to be packed with their evidence"
             raise ValueError(msg)
-        packed = tables.pair_cost + (tables.pair_evidence << _COST_BITS)
+        if int(np.abs(tables.pair_evidence).max()) > 127:  # noqa: PLR2004 - a signed byte
+            msg = "pair evidence must lie in [-127, 127] to be packed with the costs"
+            raise ValueError(msg)
+        code = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
+        code[:, CODE_PUNCT] = 1
+        # A pair's evidence as ``sum >> _COST_BITS`` reads it: code + (dear << _CODE_BITS).
+        high = code.reshape(-1) + (tables.pair_evidence << _CODE_BITS)
+        self.pair_high_list = high.tolist()
+        packed = tables.pair_cost + (high << _COST_BITS)
         pairs = packed.reshape(N_CLASSES + 1, N_CLASSES)
         by_bytes = np.zeros((256, 256), dtype=np.int32)
         by_bytes[:N_CLASSES, : N_CLASSES + 1] = pairs.T
@@ -163,22 +182,29 @@ def _count_short(text: str, fast: _Fast | None = None) -> int:
     by_position = fast.by_position
     first = fast.first_list
     scripts = SCRIPT_OF_CLASS
-    milli = run = regime = script = chunk = dear = 0
+    milli = run = regime = script = chunk = dear = code = 0
     sums: list[int] = []
     dear_sums: list[int] = []
+    code_sums: list[int] = []
     prev = START
     for i, ch in enumerate(text):
         if i and not i % CHUNK:  # a chunk ends: the next one's regime is its language
             sums.append(chunk)
             dear_sums.append(dear)
-            chunk = dear = 0
-            now = _regime(sum(sums[-CHUNKS_BACK:]), sum(dear_sums[-CHUNKS_BACK:]))
+            code_sums.append(code)
+            chunk = dear = code = 0
+            now = _regime(
+                sum(sums[-CHUNKS_BACK:]),
+                sum(dear_sums[-CHUNKS_BACK:]),
+                sum(code_sums[-CHUNKS_BACK:]),
+            )
             if now != regime:
                 regime, script = now, 0  # a regime change starts a new word
         cp = ord(ch)
         cls = classes[cp]
         milli += pair_cost[prev * N_CLASSES + cls]
         dear += pair_evidence[prev * N_CLASSES + cls]
+        code += cls == CODE_PUNCT
         if cp < _EVIDENCE_END:
             chunk += evidence[cp]
         own = scripts[cls]
@@ -201,10 +227,12 @@ def _count_short(text: str, fast: _Fast | None = None) -> int:
     return _finish(milli)
 
 
-def _regime(evidence: int, dear: int) -> int:
-    """A chunk's regime from the evidence of the chunks before it: dear, costly or cheap."""
+def _regime(evidence: int, dear: int, code: int) -> int:
+    """A chunk's regime from the evidence of the chunks before it: dear, code, costly or cheap."""
     if dear > DEAR_THRESHOLD:
         return 2
+    if code >= CODE_THRESHOLD:
+        return CODE_REGIME
     return int(evidence > THRESHOLD)
 
 
@@ -217,22 +245,24 @@ def _class_and_evidence(text: str, fast: _Fast) -> tuple[bytes, npt.NDArray[np.i
     units = text.encode("utf-16-le", "surrogatepass")  # a lone surrogate is one unit
     if len(units) == 2 * len(text):  # no surrogate pairs: every character is one unit
         # One lookup gives both: class in the low byte, evidence in the high one.
-        both = np.take(fast.bmp_class_evidence, np.frombuffer(units, dtype=np.uint16))
+        both = fast.bmp_class_evidence.take(np.frombuffer(units, dtype=np.uint16))
         return both.view(np.uint8)[0::2].tobytes(), both.view(np.int8)[1::2]
     codepoints = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    classes = np.take(fast.tables.classes, codepoints).tobytes()  # take: faster than indexing
+    classes = fast.tables.classes.take(codepoints).tobytes()  # take: faster than indexing
     # mode="clip" reads every later code point as U+07FF, whose evidence is 0.
-    return classes, np.take(fast.tables.evidence, codepoints, mode="clip")
+    return classes, fast.tables.evidence.take(codepoints, mode="clip")
 
 
 def _pair_costs(class_bytes: bytes, fast: _Fast) -> npt.NDArray[np.signedinteger]:
     """The cost of every character after the first, given the class before it."""
     # Each uint16 read one byte after the last is ``current * 256 + previous``.
     codes = np.ndarray((len(class_bytes) - 1,), dtype="<u2", buffer=class_bytes, strides=(1,))
-    return np.take(fast.pair_by_bytes, codes)
+    return fast.pair_by_bytes.take(codes)
 
 
-def _window_sums(sums: npt.NDArray[np.int64], before: tuple[int, ...]) -> npt.NDArray[np.int64]:
+def _window_sums(
+    sums: npt.NDArray[np.int64] | npt.NDArray[np.uint8], before: tuple[int, ...]
+) -> npt.NDArray[np.int64]:
     """Each chunk's sum over the CHUNKS_BACK chunks before it, in one text.
 
     `before` holds the sums of the chunks before `sums` (the block before, at most
@@ -259,12 +289,25 @@ def _batch_window_sums(
 
 
 def _regimes(
-    evidence: npt.NDArray[np.int64], is_dear: npt.NDArray[np.bool_]
+    evidence: npt.NDArray[np.int64],
+    dear: npt.NDArray[np.int64] | None,
+    code: npt.NDArray[np.int64] | None,
 ) -> npt.NDArray[np.uint8]:
-    """`_regime` of every chunk, from its letter evidence window and whether it is dear."""
+    """`_regime` of every chunk, from its evidence windows (None: none reaches its threshold)."""
     regimes = (evidence > THRESHOLD).astype(np.uint8)
-    regimes[is_dear] = 2
+    if code is not None:
+        regimes[code >= CODE_THRESHOLD] = CODE_REGIME
+    if dear is not None:
+        regimes[dear > DEAR_THRESHOLD] = 2
     return regimes
+
+
+_total = np.add.reduce
+_most = np.maximum.reduce
+"""The ufuncs' reductions themselves: ``a.sum()`` and ``a.max()`` pass through Python
+wrappers that cost more than summing a few hundred numbers."""
+_FEW_STRETCHES = 4
+"""Up to this many regime changes, each stretch is translated with its own table."""
 
 
 def _run_keys(
@@ -273,11 +316,14 @@ def _run_keys(
     """Every character's run key: its script, and the regime of its chunk (None: all 0)."""
     if regimes is None:
         return np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[0]), dtype=np.uint8)
-    # Stretches of one regime are few: each is translated with its own table.
     changes = ((regimes[1:] != regimes[:-1]).nonzero()[0] + 1).tolist()
     if not changes:
         table = _SCRIPT_KEYS[int(regimes[0])]
         return np.frombuffer(class_bytes.translate(table), dtype=np.uint8)
+    if len(changes) > _FEW_STRETCHES:  # code and prose in turn: shift every key at once
+        # A non-letter's key shifts too: its runs split where the regime changes, at no cost.
+        shift = np.repeat(regimes.astype(np.uint8) << 2, CHUNK)[: len(class_bytes)]
+        return np.frombuffer(class_bytes.translate(_SCRIPT_KEYS[0]), dtype=np.uint8) + shift
     starts = [0, *changes]
     values = regimes[starts].tolist()
     bounds = [*(c * CHUNK for c in starts), len(class_bytes)]
@@ -310,13 +356,13 @@ def _runs(keys: npt.NDArray[np.uint8], breaks: npt.NDArray[np.intp] | None, fast
     bounds = starting.nonzero()[0]
     starts = bounds[:-1]
     lengths = bounds[1:] - starts
-    run_keys = np.take(keys, starts)
+    run_keys = keys.take(starts)
     # run_table is laid out by length, then key: one shift and one add make the index. No
     # run of a text of at most _RUN_TABLE characters is longer than the table.
     longest = int(lengths.max()) if n > _RUN_TABLE else 0
     index = (lengths if longest <= _RUN_TABLE else np.minimum(lengths, _RUN_TABLE)) << _KEY_BITS
     index += run_keys
-    costs = np.take(fast.run_table, index)
+    costs = fast.run_table.take(index)
     if longest > _RUN_TABLE:  # rare: priced by the formula
         for i in (lengths > _RUN_TABLE).nonzero()[0].tolist():
             costs[i] = fast.run_cost(int(run_keys[i]), int(lengths[i]))
@@ -331,7 +377,40 @@ class _Carry:
     key: int = 0  # the run the block ended in
     run: int = 0  # ... and its length so far
     sums: tuple[int, ...] = ()  # letter evidence of the last CHUNKS_BACK chunks
-    dear: tuple[int, ...] = ()  # ... and their pair evidence
+    dear: tuple[int, ...] = ()  # ... their pair evidence
+    code: tuple[int, ...] = ()  # ... and their code evidence
+
+
+def _block_regimes(
+    sums: npt.NDArray[np.int64],
+    high: npt.NDArray[np.int64],
+    code: npt.NDArray[np.int64] | None,
+    carry: _Carry,
+) -> npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None:
+    """Each chunk's regime from a block's chunk evidence (None: all cheap).
+
+    `high` is each chunk's ``code + (dear << _CODE_BITS)``; `code` its code evidence, None
+    where too little to pass the threshold.
+    """
+    # Evidence that cannot pass a threshold leaves every chunk in regime 0.
+    most = max(int(_most(sums)), *carry.sums) if carry.sums else int(_most(sums))
+    most_dear = int(_most(high)) >> _CODE_BITS  # the code evidence never reaches 1 << _CODE_BITS
+    most_dear = max(most_dear, *carry.dear) if carry.dear else most_dear
+    dear_windows = code_windows = None
+    if most_dear * CHUNKS_BACK > DEAR_THRESHOLD:
+        dear_windows = _window_sums(high >> _CODE_BITS, carry.dear)
+        if not (dear_windows > DEAR_THRESHOLD).any():
+            dear_windows = None
+    most_code = 0 if code is None else max(int(_most(code)), *carry.code, 0)
+    if code is not None and most_code * CHUNKS_BACK >= CODE_THRESHOLD:
+        code_windows = _window_sums(code, carry.code)
+        if not (code_windows >= CODE_THRESHOLD).any():
+            code_windows = None
+    if dear_windows is not None or code_windows is not None:
+        return _regimes(_window_sums(sums, carry.sums), dear_windows, code_windows)
+    if most * CHUNKS_BACK > THRESHOLD:  # cheap or costly only (a bool is regime 0 or 1)
+        return _window_sums(sums, carry.sums) > THRESHOLD
+    return None
 
 
 def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -> int:
@@ -346,26 +425,19 @@ def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -
         packed = np.add.reduceat(
             _pair_costs(class_bytes, fast), _PAIR_CHUNK_STARTS[:chunks], dtype=np.int64
         )
-        dear = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
-        milli += int(packed.sum()) - (int(dear.sum()) << _COST_BITS)
+        high = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
+        milli += int(_total(packed)) - (int(_total(high)) << _COST_BITS)
     else:
-        dear = np.zeros(1, dtype=np.int64)
-    first_evidence = fast.pair_evidence_list[first]
+        high = np.zeros(1, dtype=np.int64)
+    first_evidence = fast.pair_high_list[first]
     if first_evidence:  # the block's first pair joins chunk 0 (a text's first has none)
-        dear[0] += first_evidence
-    # Evidence that cannot pass a threshold leaves every chunk in regime 0.
-    most = max(int(sums.max()), *carry.sums) if carry.sums else int(sums.max())
-    most_dear = max(int(dear.max()), *carry.dear) if carry.dear else int(dear.max())
-    regimes: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None
-    is_dear = None
-    if most_dear * CHUNKS_BACK > DEAR_THRESHOLD:
-        is_dear = _window_sums(dear, carry.dear) > DEAR_THRESHOLD
-    if is_dear is not None and is_dear.any():
-        regimes = _regimes(_window_sums(sums, carry.sums), is_dear)
-    elif most * CHUNKS_BACK > THRESHOLD:  # cheap or costly only (a bool is regime 0 or 1)
-        regimes = _window_sums(sums, carry.sums) > THRESHOLD
+        high[0] += first_evidence
+    # The code evidence is read only where enough CODE_PUNCT characters could make a chunk code.
+    dense = more or class_bytes.count(_CODE_BYTE) + sum(carry.code) >= CODE_THRESHOLD
+    code = high & ((1 << _CODE_BITS) - 1) if dense else None
+    regimes = _block_regimes(sums, high, code, carry)
     runs = _runs(_run_keys(class_bytes, regimes), None, fast)
-    milli += int(runs.costs.sum())
+    milli += int(_total(runs.costs))
     if not carry.key and not more:  # a whole text: no word goes on from or into another block
         return milli
     key, length = int(runs.keys[0]), int(runs.lengths[0])
@@ -378,7 +450,9 @@ def _count_block(block: str, carry: _Carry, fast: _Fast, *, more: bool = True) -
     carry.key = int(runs.keys[-1])
     carry.prev = class_bytes[-1]
     carry.sums = (*carry.sums, *sums[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
-    carry.dear = (*carry.dear, *dear[-CHUNKS_BACK:].tolist())[-CHUNKS_BACK:]
+    tail = high[-CHUNKS_BACK:]
+    carry.dear = (*carry.dear, *(tail >> _CODE_BITS).tolist())[-CHUNKS_BACK:]
+    carry.code = (*carry.code, *(tail & ((1 << _CODE_BITS) - 1)).tolist())[-CHUNKS_BACK:]
     return milli
 
 
@@ -480,12 +554,15 @@ def _count_batch(texts: list[str], batch: list[int], counts: list[int], fast: _F
     firsts = np.repeat(np.cumsum([0, *chunks[:-1]]), chunks).astype(np.intp)
     chunk_starts = offsets + (np.arange(len(offsets)) - firsts) * CHUNK
     packed = np.add.reduceat(cost, chunk_starts, dtype=np.int64)
-    dear = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
-    costs = packed - (dear << _COST_BITS)
+    high = packed >> _COST_BITS  # costs are in [0, 1 << _COST_BITS)
+    costs = packed - (high << _COST_BITS)
     milli = np.add.reduceat(costs, np.cumsum([0, *chunks[:-1]]), dtype=np.int64)
     sums = np.add.reduceat(evidence, chunk_starts, dtype=np.int64)
-    is_dear = _batch_window_sums(dear, firsts) > DEAR_THRESHOLD
-    regimes = _regimes(_batch_window_sums(sums, firsts), is_dear)
+    regimes = _regimes(
+        _batch_window_sums(sums, firsts),
+        _batch_window_sums(high >> _CODE_BITS, firsts),
+        _batch_window_sums(high & ((1 << _CODE_BITS) - 1), firsts),
+    )
     if regimes.any() and not (regimes == regimes[0]).all():
         # A chunk's key shift spans the chunk, which may end early at a text's end.
         shift = np.repeat(regimes * 4, np.diff(chunk_starts, append=n))

@@ -14,17 +14,13 @@ character, and charges
   cl100k cuts between classes (``aB`` inside a letter run, a digit followed by a letter,
   a space before a number);
 - a charge for each letter by its position in its word (every 2nd, 3rd, 4th, 6th, ...
-  letter of a word, `STRIDES`), in one of two regimes. cl100k holds most English (and
-  many Russian) words whole, so their letters after the first cost almost nothing, but
-  it cuts the words of most other languages every three or four letters. The regime is
-  decided chunk by chunk (`CHUNK` characters from the text's start) by the language of
-  the `CHUNKS_BACK` chunks before: each letter carries a log-likelihood ratio between
-  the two groups of languages (``z``, ``k``, ``j`` and ``і`` point to the costly group,
-  ``h``, ``y``, ``w`` and ``ы`` to the cheap one), and chunks whose sum exceeds
-  `THRESHOLD` put the next chunk's letters in the costly regime;
+  letter of a word, `STRIDES`), by the regime of its chunk (`_token_regimes`): cl100k
+  holds most English (and many Russian) words whole, and cuts the words of most other
+  languages every three or four letters; each letter's log-likelihood ratio between the
+  two (``z``, ``k``, ``і`` against ``h``, ``y``, ``ы``), the letter pairs of Welsh, ``ў``
+  and the punctuation of source code, summed over the chunks before, pick the rates;
 - a surcharge for every letter past the `LONG_RUN`-th of one word: no vocabulary holds
-  such words, so cl100k cuts a long unbroken run (``xxxx...``, a blob) every few letters.
-
+  such words, so cl100k cuts a long unbroken run (``xxxx...``, a blob) every few letters;
 - every other character (Arabic, Hebrew, Indic and South-East Asian scripts, symbols,
   emoji, combining marks, the astral planes) by its script group and its tier: the tokens
   the dearer of cl100k and o200k spends on it alone (`GROUPS`, `_tier_tables`), never 0;
@@ -54,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from langchain_contextkit import _token_regimes as regimes
 from langchain_contextkit._tier_tables import CJK_TIERS, EVIDENCE, LETTER_PAIRS, PAIR_EVIDENCE
 from langchain_contextkit._token_groups import GROUPS, transition_groups
 from langchain_contextkit._token_packing import (
@@ -91,7 +88,18 @@ PAIRED_LETTERS = (*LOWER_LETTERS, ACCENTED, ACCENTED_RARE, LATIN_EXT)
 LETTER_GROUPS = GROUPS[: GROUPS.index("letters") + 1]
 TIERS = 4
 GROUP_BASE = LOWER + 26
-N_CLASSES = GROUP_BASE + len(GROUPS) * TIERS
+CODE_PUNCT = GROUP_BASE + len(GROUPS) * TIERS
+"""Punctuation of source code (`CODE_CHARS`), priced as PUNCT: its pair evidence pulls the
+chunks after it towards the code regime."""
+SHORT_U = CODE_PUNCT + 1
+"""Belarusian ``ў``, priced as CYRILLIC_RARE: its pair evidence (`SHORT_U_EVIDENCE`) makes
+the chunks after it dear (cl100k cuts Belarusian far more than Russian or Ukrainian)."""
+BACKSLASH = SHORT_U + 1
+"""``\\``, priced as PUNCT plus `BACKSLASH_RATE`: neither tokenizer merges it with the
+punctuation after it (roff's ``\\('a`` is ``\\``, ``('``, ``a``)."""
+PRICED_AS = {CODE_PUNCT: PUNCT, SHORT_U: CYRILLIC_RARE, BACKSLASH: PUNCT}
+"""Classes that take the costs of another (plus their own charge), and that class."""
+N_CLASSES = BACKSLASH + 1
 START = N_CLASSES
 """The class "before" a text's first character: pair codes run to (N_CLASSES + 1) * N_CLASSES."""
 CLASS_NAMES = (
@@ -101,6 +109,9 @@ CLASS_NAMES = (
     *("cjk_punct1", "cjk_punct2", "latin_ext", "cyrillic_rare", "cyrillic_upper"),
     *(f"lower_{chr(ord('a') + i)}" for i in range(26)),
     *(f"{group}{tier}" for group in GROUPS for tier in range(1, TIERS + 1)),
+    "code_punct",
+    "cyrillic_short_u",
+    "backslash",
 )
 
 
@@ -111,7 +122,7 @@ def group_class(group: int, tier: int) -> int:
 
 def group_of_class(cls: int) -> tuple[int, int] | None:
     """(group, tier) of a group class, None for the others."""
-    if cls < GROUP_BASE or cls >= N_CLASSES:
+    if cls < GROUP_BASE or cls >= CODE_PUNCT:
         return None
     group, tier = divmod(cls - GROUP_BASE, TIERS)
     return group, tier + 1
@@ -124,7 +135,7 @@ SCRIPT_OF_CLASS = bytes(
     LATIN
     if c in {*LOWER_LETTERS, UPPER, ACCENTED, ACCENTED_RARE, LATIN_EXT}
     else ALPHABET
-    if c in {CYRILLIC, CYRILLIC_RARE, CYRILLIC_UPPER, GREEK}
+    if c in {CYRILLIC, CYRILLIC_RARE, CYRILLIC_UPPER, GREEK, SHORT_U}
     else SPACES
     if c == SPACE
     else 0
@@ -162,35 +173,17 @@ _EVIDENCE = EVIDENCE
 """zlib + base64 of one signed byte per code point below U+0800 (case-folded letters)."""
 
 _LETTER_PAIRS = LETTER_PAIRS
-_PAIR_EVIDENCE = PAIR_EVIDENCE
-"""zlib + base64 of one signed byte per pair of `PAIRED_LETTERS`, as `_LETTER_PAIRS`: the
-log-likelihood ratio (1/4 nat) of the pair between Welsh and all other text with letters."""
 """zlib + base64 of one byte per pair of `PAIRED_LETTERS` (previous, then current): how
 often cl100k or o200k (the dearer) cuts a word between the two, in 1/255, every category
 of text weighted alike."""
+_PAIR_EVIDENCE = PAIR_EVIDENCE
+"""zlib + base64 of one signed byte per pair of `PAIRED_LETTERS`, as `_LETTER_PAIRS`: the
+log-likelihood ratio (1/4 nat) of the pair between Welsh and all other text with letters."""
 LETTER_PAIR_FLOOR = 30
 """Cut shares (1/255) up to this are free: the stride rates price a word's usual cuts."""
 
 _EVIDENCE_END = 0x800
 """Code points from here on carry no language evidence."""
-CHUNK = 32
-"""Texts are read in chunks of this many characters (from the text's start) for the regime."""
-CHUNKS_BACK = 4
-"""A chunk's regime is decided by the evidence of this many chunks before it."""
-THRESHOLD = 16
-"""Evidence (1/16 nat units) above which those chunks read as a costly language."""
-REGIMES = 3
-"""Cheap, costly and dear: a dear chunk follows chunks whose letter pairs read as a language
-cl100k cuts every two or three letters (Welsh: ``dd``, ``ll``, ``wy``, ``yw``), which the
-letters alone read as English (``w``, ``y``, ``h``). It pays the costly rates plus
-`DEAR_LETTER_RATE` for every letter."""
-DEAR_THRESHOLD = 40
-"""Pair evidence (`_PAIR_EVIDENCE`, 1/4 nat) of the CHUNKS_BACK chunks before, above which a
-chunk is dear."""
-DEAR_LETTER_RATE = 100
-"""Milli-tokens every letter of a dear chunk pays on top of the costly rates (picked on the
-fit half from 60, 80, 100, 120: the least mean absolute error on Welsh)."""
-
 # Milli-tokens: the fitted weights (bench/fit_token_weights.py).
 CHAR_RATE: dict[int, int] = {
     NEWLINE: 170,
@@ -207,7 +200,7 @@ CHAR_RATE: dict[int, int] = {
     KANA2: 709,
     HANGUL1: 575,
     HANGUL2: 1821,
-    HANGUL3: 2147,
+    HANGUL3: 2400,  # held (bench/fit_token_weights.py _FIXED)
     CJK_PUNCT1: 450,
     CJK_PUNCT2: 2100,
     LATIN_EXT: 94,
@@ -273,20 +266,23 @@ GROUP_RATE: dict[str, int] = {
 }
 """Milli-tokens per token a group's character costs alone."""
 GROUP_WORD: dict[str, int] = {"hebrew": 218, "armenian": 1617, "sinhala": 460}
+"""Milli-tokens where a word of a letter group starts."""
 LETTER_PAIR_WEIGHT = 2253
 """Milli-tokens of a certain cut between two letters (a pair's share of cuts above
 `LETTER_PAIR_FLOOR`, times this)."""
-"""Milli-tokens where a word of a letter group starts."""
 LONG_RUN = 16
 """Letters of one word past this many pay `LONG_RUN_RATE` each."""
 LONG_RUN_RATE = 80
+"""Fixed, not fitted (the corpus has few such runs): with the cheap Latin stride rate it
+prices ``"x" * 4000`` at cl100k's eight letters a token."""
 SPACE_RUN = 1000
 """Fixed: the pre-tokenizer makes every run of two or more spaces but its last one token
 (cl100k and o200k both: ``"a  b"`` is three tokens), and one more per `SPACE_TOKEN`."""
 SPACE_TOKEN = 81
 """o200k's longest run of spaces is 80 (cl100k's 128): a longer run costs another token."""
-"""Fixed, not fitted (the corpus has few such runs): with the cheap Latin stride rate it
-prices ``"x" * 4000`` at cl100k's eight letters a token."""
+BACKSLASH_RATE = 850
+"""Picked on the fit half from 0 to 1200: the least mean absolute error on roff sources
+that keeps the lowest documents of roff and of shell/Perl above -15%."""
 START_CHARGE = 500
 MILLI = 1000
 MIN_GROUP_RATE = 50
@@ -389,7 +385,10 @@ def build_class_table(
     common, cyrillic = frozenset(accented_common), frozenset(cyrillic_common)
     table = np.full(0x110000, OTHER, dtype=np.uint8)
     table[:0x80] = [_ascii_class(chr(cp)) for cp in range(0x80)]
+    table[[ord(ch) for ch in regimes.CODE_CHARS]] = CODE_PUNCT
     table[0x80:0x800] = [_two_byte_class(cp, common, cyrillic) for cp in range(0x80, 0x800)]
+    table[[ord("ў"), ord("Ў")]] = SHORT_U
+    table[ord("\\")] = BACKSLASH
     for first, last, cls in (
         (0x2000, 0x200A, OTHER_SPACE),
         (0x1100, 0x11FF, HANGUL3),
@@ -467,7 +466,10 @@ def letter_pair_costs(shares: npt.NDArray[np.uint8], weight: int) -> dict[tuple[
 
 
 def build_pair_costs(
-    char_rate: dict[int, int], run_start: dict[int, int], transition: dict[tuple[int, int], int]
+    char_rate: dict[int, int],
+    run_start: dict[int, int],
+    transition: dict[tuple[int, int], int],
+    backslash_rate: int = 0,
 ) -> npt.NDArray[np.int64]:
     """Cost of a character given its own class and the class before it.
 
@@ -482,6 +484,10 @@ def build_pair_costs(
         pair[cls, cls] -= rate  # same class continues the run
     for (prev, cls), rate in transition.items():
         pair[prev, cls] += rate
+    for clone, priced in PRICED_AS.items():  # priced as their class, before and after
+        pair[:, clone] = pair[:, priced]
+        pair[clone] = pair[priced]
+    pair[:, BACKSLASH] += backslash_rate
     pair[START] = np.maximum(pair[START], 1)  # any non-empty text costs at least one token
     return pair.reshape(-1)
 
@@ -544,7 +550,10 @@ class Tables:
         letter_pairs: str = _LETTER_PAIRS,
         letter_pair_weight: int = LETTER_PAIR_WEIGHT,
         pair_evidence: str = _PAIR_EVIDENCE,
-        dear_letter_rate: int = DEAR_LETTER_RATE,
+        dear_letter_rate: int = regimes.DEAR_LETTER_RATE,
+        code_letter_percent: int = regimes.CODE_LETTER_PERCENT,
+        dear_alphabet_rate: int = regimes.DEAR_ALPHABET_RATE,
+        backslash_rate: int = BACKSLASH_RATE,
     ) -> Tables:
         """Build the tables from the shipped parameters or from the fit script's."""
         chars, transitions = with_groups(
@@ -556,26 +565,16 @@ class Tables:
         pairs = letter_pair_costs(unpack_letter_pairs(letter_pairs), letter_pair_weight)
         for pair, cost in pairs.items():
             transitions[pair] = transitions.get(pair, 0) + cost
+        starts = RUN_START if run_start is None else run_start
         return cls(
             classes=build_class_table(accented_common, cjk_tiers, group_tiers, cyrillic_common),
             evidence=unpack_evidence(evidence),
-            pair_cost=build_pair_costs(
-                chars, RUN_START if run_start is None else run_start, transitions
+            pair_cost=build_pair_costs(chars, starts, transitions, backslash_rate),
+            letter_rate=regimes.with_extra_regimes(
+                letter_rate, (dear_letter_rate, dear_alphabet_rate), code_letter_percent
             ),
-            letter_rate=with_dear_regime(letter_rate, dear_letter_rate),
             pair_evidence=build_pair_evidence(unpack_letter_pairs(pair_evidence).view(np.int8)),
         )
-
-
-def with_dear_regime(letter_rate: tuple[int, ...], dear: int) -> npt.NDArray[np.int64]:
-    """The letter rates by script, regime (of `REGIMES`) and stride.
-
-    The dear regime's are the costly ones plus `dear` at stride 1 (every letter).
-    """
-    fitted = np.array(letter_rate, dtype=np.int64).reshape(2, 2, _PER_ROW)
-    dear_rates = fitted[:, 1].copy()
-    dear_rates[0, 1] += dear  # Latin words only: the evidence reads Latin letter pairs
-    return np.concatenate([fitted, dear_rates[:, None]], axis=1).reshape(-1)
 
 
 def build_pair_evidence(evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]:
@@ -583,6 +582,7 @@ def build_pair_evidence(evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]
     table = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
     paired = np.array(PAIRED_LETTERS)
     table[np.ix_(paired, paired)] = evidence
+    table[:, SHORT_U] = regimes.SHORT_U_EVIDENCE
     return table.reshape(-1)
 
 

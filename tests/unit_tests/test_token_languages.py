@@ -119,6 +119,28 @@ def test_welsh_pays_the_dear_rate_and_english_does_not() -> None:
     assert counting._count_short(welsh_text[:32]) == counting._count_short(welsh_text[:32], without)
 
 
+_BELARUSIAN = (
+    "Для адпраўкі паведамлення з прымусовым абнаўленнем патрабуецца аўтэнтыфікацыя. "
+    "Каб дазволіць праграмам працаваць па-за межамі сеанса, патрабуецца аўтэнтыфікацыя. "
+)
+
+
+def test_belarusian_pays_the_dear_rate_and_russian_and_ukrainian_do_not() -> None:
+    without = counting._Fast(Tables.build(dear_alphabet_rate=0))
+    belarusian = _BELARUSIAN * 2
+    russian = "Для отправки сообщения с принудительным обновлением требуется аутентификация. " * 3
+    ukrainian = "Для надсилання повідомлення з примусовим оновленням потрібна автентифікація. " * 3
+    assert counting._count_short(belarusian) > counting._count_short(belarusian, without)
+    for text in (russian, ukrainian):
+        assert counting._count_short(text) == counting._count_short(text, without)
+
+
+def test_belarusian_is_not_counted_low_against_cl100k() -> None:
+    exact = tiktoken_counter("cl100k_base")
+    text = _BELARUSIAN * 3
+    assert count_tokens(text) >= 0.95 * exact(text), (count_tokens(text), exact(text))
+
+
 def test_welsh_is_not_counted_low_against_cl100k() -> None:
     # cl100k cuts Welsh every two or three letters; without the dear regime this text
     # counted 28% low (296 for 413), the bench's worst-document limit is 15% low.
