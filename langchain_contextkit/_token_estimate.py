@@ -50,7 +50,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from langchain_contextkit import _token_regimes as regimes
 from langchain_contextkit._tier_tables import CJK_TIERS, EVIDENCE, LETTER_PAIRS, PAIR_EVIDENCE
 from langchain_contextkit._token_groups import GROUPS, transition_groups
 from langchain_contextkit._token_packing import (
@@ -58,6 +57,14 @@ from langchain_contextkit._token_packing import (
     pack_two_bits,
     unpack_bytes,
     unpack_two_bits,
+)
+from langchain_contextkit._token_regimes import (
+    CODE_CHARS,
+    CODE_LETTER_PERCENT,
+    DEAR_ALPHABET_RATE,
+    DEAR_LETTER_RATE,
+    SHORT_U_EVIDENCE,
+    with_extra_regimes,
 )
 
 __all__ = ["TABLES", "Tables"]
@@ -385,7 +392,7 @@ def build_class_table(
     common, cyrillic = frozenset(accented_common), frozenset(cyrillic_common)
     table = np.full(0x110000, OTHER, dtype=np.uint8)
     table[:0x80] = [_ascii_class(chr(cp)) for cp in range(0x80)]
-    table[[ord(ch) for ch in regimes.CODE_CHARS]] = CODE_PUNCT
+    table[[ord(ch) for ch in CODE_CHARS]] = CODE_PUNCT
     table[0x80:0x800] = [_two_byte_class(cp, common, cyrillic) for cp in range(0x80, 0x800)]
     table[[ord("ў"), ord("Ў")]] = SHORT_U
     table[ord("\\")] = BACKSLASH
@@ -550,9 +557,9 @@ class Tables:
         letter_pairs: str = _LETTER_PAIRS,
         letter_pair_weight: int = LETTER_PAIR_WEIGHT,
         pair_evidence: str = _PAIR_EVIDENCE,
-        dear_letter_rate: int = regimes.DEAR_LETTER_RATE,
-        code_letter_percent: int = regimes.CODE_LETTER_PERCENT,
-        dear_alphabet_rate: int = regimes.DEAR_ALPHABET_RATE,
+        dear_letter_rate: int = DEAR_LETTER_RATE,
+        code_letter_percent: int = CODE_LETTER_PERCENT,
+        dear_alphabet_rate: int = DEAR_ALPHABET_RATE,
         backslash_rate: int = BACKSLASH_RATE,
     ) -> Tables:
         """Build the tables from the shipped parameters or from the fit script's."""
@@ -570,7 +577,7 @@ class Tables:
             classes=build_class_table(accented_common, cjk_tiers, group_tiers, cyrillic_common),
             evidence=unpack_evidence(evidence),
             pair_cost=build_pair_costs(chars, starts, transitions, backslash_rate),
-            letter_rate=regimes.with_extra_regimes(
+            letter_rate=with_extra_regimes(
                 letter_rate, (dear_letter_rate, dear_alphabet_rate), code_letter_percent
             ),
             pair_evidence=build_pair_evidence(unpack_letter_pairs(pair_evidence).view(np.int8)),
@@ -582,7 +589,7 @@ def build_pair_evidence(evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]
     table = np.zeros((N_CLASSES + 1, N_CLASSES), dtype=np.int64)
     paired = np.array(PAIRED_LETTERS)
     table[np.ix_(paired, paired)] = evidence
-    table[:, SHORT_U] = regimes.SHORT_U_EVIDENCE
+    table[:, SHORT_U] = SHORT_U_EVIDENCE
     return table.reshape(-1)
 
 
