@@ -153,3 +153,37 @@ def test_every_call_lays_out_what_a_fresh_assembler_lays_out(
         fresh = WindowAssembler(window=6_000).assemble(history)
         assert [m.text for m in got.messages] == [m.text for m in fresh.messages]
         assert got.ledger.prompt == fresh.ledger.prompt
+
+
+def test_threads_sharing_one_assembler_see_the_edits_between_their_calls() -> None:
+    """Two threads on one assembler, each on its history, edits in place between calls."""
+    import threading
+
+    warm = WindowAssembler(window=6_000)
+    histories = {k: [m for i in range(3) for m in _unit(10 * k + i, 900)] for k in (1, 2)}
+    for k, history in histories.items():
+        for m in history:
+            m.id = f"{k}-{m.id}"
+    turn = threading.Barrier(2)
+    failures: list[str] = []
+
+    def worker(k: int) -> None:
+        history = histories[k]
+        for step in range(6):
+            turn.wait()  # both threads call in the same moment, then edit
+            history.append(HumanMessage(f"now {step}", id=f"{k}-q{step}"))
+            got = warm.assemble(history, reuse_recaps=False)
+            fresh = WindowAssembler(window=6_000).assemble(history)
+            texts, prompt = [m.text for m in got.messages], got.ledger.prompt
+            if (texts, prompt) != ([m.text for m in fresh.messages], fresh.ledger.prompt):
+                failures.append(f"thread {k}, step {step}")
+            # The newest result, in the kept tail: it grows past what the window shows.
+            target = next(m for m in reversed(history) if isinstance(m, ToolMessage))
+            target.content = f"step {step}: " + "word " * (400 * (step + 1))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in histories]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
