@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["KnownMessages"]
 
 _CALL = operator.call  # a weak reference's referent, or None once it is gone
+_CONTENT = operator.attrgetter("content")
 _Came = tuple["weakref.ref[BaseMessage]", ...]
 
 
@@ -83,7 +84,12 @@ class KnownMessages:
             self._remember(key, (list(out), None))  # the caller's own list, passed back
             return out
         n = len(came or ())
-        if came and n <= len(out) and all(map(operator.is_, out[:n], map(_CALL, came))):
+        if (
+            came
+            and n <= len(out)
+            and all(map(operator.is_, out[:n], map(_CALL, came)))
+            and _same_contents(out[:n], known[:n])
+        ):
             raw = came + tuple(map(weakref.ref, out[n:]))  # the same copies, and new ones
         else:
             n = _adoptable(out, known)  # not the copies of the last call: compare fields
@@ -99,6 +105,19 @@ class KnownMessages:
             self._recent[key] = lists  # the newest last: eviction takes the oldest
             while len(self._recent) > self.size:
                 del self._recent[next(iter(self._recent))]
+
+
+def _same_contents(copies: list[BaseMessage], known: list[BaseMessage]) -> bool:
+    """Whether the copies and the known messages still hold equal contents.
+
+    The copies were found equal to the known messages on an earlier call; a content
+    reassigned in place since, on either side, must not be traded away (the request
+    would carry the old text).
+    """
+    try:
+        return list(map(_CONTENT, copies)) == list(map(_CONTENT, known))
+    except Exception:  # noqa: BLE001 - a content whose `==` raises: read as changed
+        return False
 
 
 def _adoptable(messages: list[BaseMessage], known: list[BaseMessage]) -> int:

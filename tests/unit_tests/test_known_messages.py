@@ -193,3 +193,16 @@ def test_a_checkpointed_agent_sends_the_same_requests_with_adoption(
     assert len(with_adoption) == 16
     strip = [[(type(m), m.content) for m in r] for r in without]
     assert [[(type(m), m.content) for m in r] for r in with_adoption] == strip
+
+
+def test_a_copy_or_a_known_message_edited_in_place_between_the_runs_calls_is_not_traded() -> None:
+    # The run's next call passes the same copies: matched by pointers, but a content
+    # reassigned since on either side means the request must carry the new text.
+    for edited_side in ("copy", "known"):
+        known, first = KnownMessages(), history()
+        known.adopt(first)
+        fresh = copies(first)
+        known.adopt(fresh)
+        (fresh if edited_side == "copy" else first)[2].content = "edited in place"
+        adopted = known.adopt([*fresh, HumanMessage("next", id="h-next")])
+        assert [m.text for m in adopted[: len(fresh)]] == [m.text for m in fresh], edited_side
