@@ -8,6 +8,7 @@ import weakref
 from typing import Any
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -16,6 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langchain_contextkit import ContextKitMiddleware
 from langchain_contextkit.agents import known_messages
 from langchain_contextkit.agents.known_messages import KnownMessages
+from langchain_contextkit.messages import equal_copies
 from langchain_contextkit.testing import ScriptedChatModel
 
 
@@ -107,7 +109,7 @@ def test_the_runs_next_call_matches_its_copies_by_pointer(monkeypatch: pytest.Mo
     compared: list[int] = []
     real = known_messages._adoptable
 
-    def spy(messages: list[BaseMessage], seen: tuple[BaseMessage, ...]) -> int:
+    def spy(messages: list[BaseMessage], seen: list[BaseMessage]) -> int:
         compared.append(len(seen))
         return real(messages, seen)
 
@@ -182,7 +184,7 @@ def test_a_checkpointed_agent_sends_the_same_requests_with_adoption(
     adopted: list[int] = []
     real = known_messages._adoptable
 
-    def spy(messages: list[BaseMessage], seen: tuple[BaseMessage, ...]) -> int:
+    def spy(messages: list[BaseMessage], seen: list[BaseMessage]) -> int:
         adopted.append(real(messages, seen))
         return adopted[-1]
 
@@ -206,3 +208,47 @@ def test_a_copy_or_a_known_message_edited_in_place_between_the_runs_calls_is_not
         (fresh if edited_side == "copy" else first)[2].content = "edited in place"
         adopted = known.adopt([*fresh, HumanMessage("next", id="h-next")])
         assert [m.text for m in adopted[: len(fresh)]] == [m.text for m in fresh], edited_side
+
+
+_STEPS = st.lists(
+    st.one_of(
+        st.just(("copy", 0)),  # a checkpointer's run: equal copies of the whole list
+        st.just(("again", 0)),  # the run's next call: the same objects again
+        st.tuples(st.just("append"), st.integers(0, 3)),
+        st.tuples(st.just("edit"), st.integers(0, 60)),  # a content reassigned in place
+        st.tuples(st.just("edit-old"), st.integers(0, 60)),  # on an object a call saw before
+        st.tuples(st.just("replace"), st.integers(0, 60)),  # add_messages: a new object
+    ),
+    max_size=14,
+)
+
+
+@given(steps=_STEPS)
+@settings(max_examples=150, deadline=None)
+def test_adoption_never_changes_what_is_sent(steps: list[tuple[str, int]]) -> None:
+    """Whatever happened between calls, the adopted list equals the list passed, field for field."""
+    known = KnownMessages()
+    current = history(2)
+    seen: list[BaseMessage] = []  # every object a call was given
+    for n, (kind, value) in enumerate(steps):
+        if kind == "copy":
+            current = copies(current)
+        elif kind == "append":
+            current = [
+                *current,
+                *(HumanMessage(f"new {n}.{i}", id=f"n{n}.{i}") for i in range(value)),
+            ]
+        elif kind == "edit" and current:
+            current[value % len(current)].content = f"edited {n}"
+        elif kind == "edit-old" and seen:
+            seen[value % len(seen)].content = f"edited old {n}"
+        elif kind == "replace" and current:
+            i = value % len(current)
+            current = [
+                *current[:i],
+                current[i].model_copy(update={"content": f"new {n}"}),
+                *current[i + 1 :],
+            ]
+        adopted = known.adopt(current)
+        assert equal_copies(adopted, current), (kind, n)
+        seen += current
