@@ -515,7 +515,7 @@ class WindowAssembler(TurnFitting):
             report=fit.report,
             placement=start.placement,
         )
-        assembly = _repairs_tallied(_tallied(assembly, start.offload), start.repairs)
+        assembly = _tallied(assembly, start.offload, start.repairs)
         cuts = [c for c in (fit.cut, start.history_cut) if c is not None and c.cut]
         if cuts:
             ledger = replace(
@@ -570,18 +570,14 @@ class WindowAssembler(TurnFitting):
         return await retrieval.areport(self.builder, query_of(turn), budget.rag_budget)
 
 
-def _tallied(assembly: WindowAssembly, offload: OffloadOutcome | None) -> WindowAssembly:
-    """The assembly with the offloads recorded in its ledger."""
+def _tallied(
+    assembly: WindowAssembly, offload: OffloadOutcome | None, repairs: Sequence[MessageRepair]
+) -> WindowAssembly:
+    """The assembly with the offloads and the repairs of the incoming messages in its ledger."""
     ledger = with_offload_tally(assembly.ledger, offload)
+    if repairs:
+        ledger = replace(ledger, repairs=ledger.repairs + len(repairs))
     return assembly if ledger is assembly.ledger else replace(assembly, ledger=ledger)
-
-
-def _repairs_tallied(assembly: WindowAssembly, repairs: Sequence[MessageRepair]) -> WindowAssembly:
-    """The assembly with the repairs made to the incoming messages added to its ledger."""
-    if not repairs:
-        return assembly
-    ledger = replace(assembly.ledger, repairs=assembly.ledger.repairs + len(repairs))
-    return replace(assembly, ledger=ledger)
 
 
 def _split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[BaseMessage]]:
