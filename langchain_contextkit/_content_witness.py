@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.messages import starts_with
+from langchain_contextkit._same_messages import same_contents, starts_with
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterator, Sequence
@@ -115,7 +115,7 @@ class ContentWitness:
                 chain is not None
                 and starts_with(messages, chain.messages)
                 # The one pass over every known message: any content reassigned since.
-                and _same_contents(chain)
+                and same_contents(chain.messages, chain.contents)
             ):
                 new = messages[len(chain.messages) :]
                 chain.messages.extend(new)
@@ -126,11 +126,3 @@ class ContentWitness:
             while len(self._chains) > self.size:
                 del self._chains[next(iter(self._chains))]
             return chain.lineage
-
-
-def _same_contents(chain: _Chain) -> bool:
-    """Whether each known message still holds its content (the object, or an equal one)."""
-    try:
-        return list(map(_CONTENT, chain.messages)) == chain.contents
-    except Exception:  # noqa: BLE001 - a content whose `==` raises: read as changed
-        return False

@@ -40,6 +40,7 @@ from langchain_contextkit._message_rules import (
     system_in_place,
     system_placement_for,
 )
+from langchain_contextkit._same_messages import starts_with
 from langchain_contextkit.errors import ContextWindowExceeded, InvalidMessagesError
 from langchain_contextkit.tokens import (
     REPLY_PRIMING,
@@ -397,38 +398,6 @@ def equal_copies(messages: Sequence[BaseMessage], known: Sequence[BaseMessage]) 
 
 
 _EXTRA = operator.attrgetter("__pydantic_extra__")
-
-
-def same_messages(messages: Sequence[BaseMessage], known: Sequence[BaseMessage]) -> bool:
-    """Whether `messages` are `known`'s messages, one for one: a pointer comparison, in C.
-
-    The memos of an agent's growing history ask this of every call's list. Both ends must
-    be the very objects; between them one C-level list comparison, which compares each
-    pair's pointers before anything else (about 25 times faster than an `is` per pair
-    through `map`). An equal copy between two very objects is the same message by its
-    fields: all a memo derives from a message is derived from those.
-    """
-    n = len(known)
-    if len(messages) != n:
-        return False
-    if not n:
-        return True
-    if messages[0] is not known[0] or messages[-1] is not known[-1]:
-        return False
-    mine = messages if isinstance(messages, list) else list(messages)
-    theirs = known if isinstance(known, list) else list(known)
-    try:
-        return mine == theirs
-    except Exception:  # noqa: BLE001 - a field whose `==` raises (an array): not the same
-        return False
-
-
-def starts_with(messages: Sequence[BaseMessage], known: Sequence[BaseMessage]) -> bool:
-    """Whether `messages` begins with `known`'s messages (`same_messages` on its head)."""
-    n = len(known)
-    return n <= len(messages) and same_messages(
-        messages[:n] if n < len(messages) else messages, known
-    )
 
 
 def split_system(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[BaseMessage]]:

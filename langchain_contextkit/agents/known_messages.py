@@ -23,7 +23,8 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.messages import equal_copies, starts_with
+from langchain_contextkit._same_messages import same_contents, starts_with
+from langchain_contextkit.messages import equal_copies
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
@@ -88,7 +89,9 @@ class KnownMessages:
             came
             and n <= len(out)
             and all(map(operator.is_, out[:n], map(_CALL, came)))
-            and _same_contents(out[:n], known[:n])
+            # Still equal: a content reassigned in place since, on either side, must not
+            # be traded away (the request would carry the old text).
+            and same_contents(out[:n], list(map(_CONTENT, known[:n])))
         ):
             raw = came + tuple(map(weakref.ref, out[n:]))  # the same copies, and new ones
         else:
@@ -105,19 +108,6 @@ class KnownMessages:
             self._recent[key] = lists  # the newest last: eviction takes the oldest
             while len(self._recent) > self.size:
                 del self._recent[next(iter(self._recent))]
-
-
-def _same_contents(copies: list[BaseMessage], known: list[BaseMessage]) -> bool:
-    """Whether the copies and the known messages still hold equal contents.
-
-    The copies were found equal to the known messages on an earlier call; a content
-    reassigned in place since, on either side, must not be traded away (the request
-    would carry the old text).
-    """
-    try:
-        return list(map(_CONTENT, copies)) == list(map(_CONTENT, known))
-    except Exception:  # noqa: BLE001 - a content whose `==` raises: read as changed
-        return False
 
 
 def _adoptable(messages: list[BaseMessage], known: list[BaseMessage]) -> int:

@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_contextkit._content_witness import Lineage, vouched
+from langchain_contextkit._same_messages import same_contents, starts_with
 from langchain_contextkit.agents._preview import preview_span, render_preview
 from langchain_contextkit.agents.offload_stores import HiddenSpan, OffloadStore, offload_key
-from langchain_contextkit.messages import starts_with
 from langchain_contextkit.tokens import (
     TokenCounter,
     count_each,
@@ -196,7 +196,7 @@ class ResultCutter:
             # A lineage vouched for since it stored them: their contents were read this call.
             and (
                 (last.lineage is not None and last.lineage is vouched())
-                or list(map(_CONTENT, last.tools)) == list(last.contents)
+                or same_contents(last.tools, last.contents)
             )
         ):
             start, long = len(last.messages), list(last.long)

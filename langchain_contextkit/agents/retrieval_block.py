@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_contextkit._same_messages import starts_with
 from langchain_contextkit.budget import ContextConfig
-from langchain_contextkit.messages import starts_with
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

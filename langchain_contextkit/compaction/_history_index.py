@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import ToolMessage
 
 from langchain_contextkit._content_witness import Lineage, vouched
+from langchain_contextkit._same_messages import same_contents, same_messages
 from langchain_contextkit.compaction._recap_grid import chain_digests
-from langchain_contextkit.messages import CleanScan, equal_copies, resume_scan, same_messages
+from langchain_contextkit.messages import CleanScan, equal_copies, resume_scan
 from langchain_contextkit.tokens import message_token_costs
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ def _prefix_of(history: Sequence[BaseMessage], known: HistoryArrays) -> HistoryA
         return HistoryArrays()
     # Contents read this call by the lineage's witness need no second read here.
     vouched_for = known.lineage is not None and known.lineage is vouched()
-    if not vouched_for and list(map(_CONTENT, known.messages)) != list(known.contents):
+    if not vouched_for and not same_contents(known.messages, known.contents):
         return HistoryArrays()
     head = history[:n]
     if same_messages(head, known.messages):
