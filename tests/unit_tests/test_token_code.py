@@ -1,6 +1,7 @@
 """count_tokens on source code and roff: the code regime, the backslash, and every path."""
 
 import pytest
+from _count_paths import assert_every_path_agrees
 from hypothesis import given, settings, strategies as st
 
 from langchain_contextkit import (
@@ -50,17 +51,7 @@ _PIECES = st.sampled_from(
 @given(text=st.lists(_PIECES, max_size=200).map("".join))
 @settings(max_examples=200, deadline=None)
 def test_every_path_agrees_across_code_chunks(text: str) -> None:
-    expected = counting._count_short(text)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(counting, "_SHORT_TEXT", 0)
-        assert counting.count_text_tokens(text) == expected
-        patch.setattr(counting, "_BLOCK", 7)  # one chunk per block: windows cut
-        assert counting.count_text_tokens(text) == expected
-    assert count_each([text[:50], text, "x"]) == [
-        counting._count_short(text[:50]),
-        expected,
-        counting._count_short("x"),
-    ]
+    assert_every_path_agrees(text, head=50)
 
 
 def test_code_chunks_damp_identifier_letters_and_prose_is_untouched() -> None:

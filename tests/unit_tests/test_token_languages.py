@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _count_paths import assert_every_path_agrees
 from hypothesis import given, settings, strategies as st
 
 from langchain_contextkit import (
@@ -96,17 +97,7 @@ _WELSH = (
 @given(text=st.lists(_WELSH_PIECES, max_size=150).map("".join))
 @settings(max_examples=200, deadline=None)
 def test_every_path_agrees_across_dear_chunks(text: str) -> None:
-    expected = counting._count_short(text)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(counting, "_SHORT_TEXT", 0)
-        assert counting.count_text_tokens(text) == expected
-        patch.setattr(counting, "_BLOCK", 7)  # one chunk per block: windows cut
-        assert counting.count_text_tokens(text) == expected
-    assert count_each([text[:40], text, "x"]) == [
-        counting._count_short(text[:40]),
-        expected,
-        counting._count_short("x"),
-    ]
+    assert_every_path_agrees(text, head=40)
 
 
 def test_welsh_pays_the_dear_rate_and_english_does_not() -> None:

@@ -1,11 +1,11 @@
 """count_tokens over all of Unicode: no script, emoji or whitespace run is free or low."""
 
 import pytest
+from _count_paths import assert_every_path_agrees
 from hypothesis import given, settings, strategies as st
 
 from langchain_contextkit import (
     _token_count as counting,
-    count_each,
     count_tokens,
     tiktoken_counter,
 )
@@ -31,17 +31,7 @@ def test_appending_never_lowers_the_count(head: str, tail: str) -> None:
 @given(text=texts)
 @settings(max_examples=200, deadline=None)
 def test_every_path_agrees(text: str) -> None:
-    expected = counting._count_short(text)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(counting, "_SHORT_TEXT", 0)
-        assert counting.count_text_tokens(text) == expected
-        patch.setattr(counting, "_BLOCK", 7)  # blocks cut runs of spaces and words
-        assert counting.count_text_tokens(text) == expected
-    assert count_each([text, text[:97], text]) == [
-        expected,
-        counting._count_short(text[:97]),
-        expected,
-    ]
+    assert_every_path_agrees(text, head=97)
 
 
 @pytest.mark.parametrize(

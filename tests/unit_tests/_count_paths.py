@@ -1,0 +1,24 @@
+"""The estimator's counting paths agree: a property the token tests share."""
+
+from __future__ import annotations
+
+import pytest
+
+from langchain_contextkit import _token_count as counting
+from langchain_contextkit.tokens import count_each
+
+
+def assert_every_path_agrees(text: str, head: int) -> None:
+    """The numpy paths (whole, in tiny blocks, in a batch) give the character loop's count."""
+    expected = counting._count_short(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(counting, "_SHORT_TEXT", 0)
+        assert counting.count_text_tokens(text) == expected
+        patch.setattr(counting, "_BLOCK", 7)  # one chunk per block: windows and runs cut
+        assert counting.count_text_tokens(text) == expected
+    assert count_each([text, text[:head], text, "x"]) == [
+        expected,
+        counting._count_short(text[:head]),
+        expected,
+        counting._count_short("x"),
+    ]
