@@ -5,23 +5,14 @@ from __future__ import annotations
 import asyncio
 
 from hypothesis import given, settings, strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import HumanMessage, ToolMessage
+from test_cutter_resume import _unit
 
 from langchain_contextkit._content_witness import ContentWitness, vouched, vouching
 from langchain_contextkit.agents.assembler import WindowAssembler
 from langchain_contextkit.agents.result_cutter import ResultCutter
 from langchain_contextkit.compaction._history_index import HistoryIndex
 from langchain_contextkit.tokens import count_tokens
-
-
-def _unit(i: int, chars: int) -> list[BaseMessage]:
-    call = {"name": "look", "args": {"i": i}, "id": f"c{i}"}
-    return [
-        HumanMessage(f"question {i}", id=f"h{i}"),
-        AIMessage("", tool_calls=[call], id=f"a{i}"),
-        ToolMessage("word " * (chars // 5), tool_call_id=f"c{i}", id=f"t{i}"),
-        AIMessage(f"answer {i}", id=f"r{i}"),
-    ]
 
 
 def test_a_growing_history_keeps_its_lineage_and_an_edit_starts_a_new_one() -> None:
