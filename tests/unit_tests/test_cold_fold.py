@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
 
+import pytest
 from hypothesis import given, settings, strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -14,9 +14,6 @@ from langchain_contextkit.compaction._fact_bound import score_bound
 from langchain_contextkit.compaction.extractive import _score
 from langchain_contextkit.compaction.facts import fact_tokens, has_identifier
 from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer, render_transcript
-
-if TYPE_CHECKING:
-    import pytest
 
 WORDS = [
     "the", "order", "must", "ship", "we", "decided", "因此", "结论", "计划", "INV-4471",
@@ -33,6 +30,20 @@ WORDS = [
 def test_score_bound_is_never_below_the_score(words: list[str], label: str) -> None:
     sentence = " ".join(words)
     assert score_bound(sentence, label) >= _score(sentence, label)
+
+
+@pytest.fixture
+def scored_labels(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The label of every sentence the fold scores, in order (a spy on its `_scored`)."""
+    labels: list[str] = []
+    scored = extractive._scored
+
+    def spy(position: int, label: str, section: object, sentence: str) -> object:
+        labels.append(label)
+        return scored(position, label, section, sentence)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_cold_fold, "_scored", spy)
+    return labels
 
 
 def _thread(turns: int, seed: int = 3) -> list[BaseMessage]:
@@ -55,25 +66,17 @@ def test_a_span_that_fits_is_the_summarisers_own_recap() -> None:
 
 
 def test_a_long_span_keeps_the_users_facts_without_scoring_tool_output(
-    monkeypatch: pytest.MonkeyPatch,
+    scored_labels: list[str],
 ) -> None:
     messages = _thread(300)
     summarizer = ExtractiveSummarizer(max_tokens=300)
-    labels: list[str] = []
-    scored = extractive._scored
-
-    def spy(position: int, label: str, section: object, sentence: str) -> object:
-        labels.append(label)
-        return scored(position, label, section, sentence)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(_cold_fold, "_scored", spy)
     recap, tier = fold_recap(summarizer, messages)
     assert tier == "low"
     assert summarizer.counter(recap) <= summarizer.max_tokens
     kept = [line for line in recap.splitlines() if line.startswith("- ")]
     assert len(kept) > 5
     assert all(line.startswith("- User: Order ORD-") for line in kept)
-    assert not any(label.startswith("Tool") for label in labels)  # never scored
+    assert not any(label.startswith("Tool") for label in scored_labels)  # never scored
     # Ties keep both ends of the span: its first order and its last.
     assert any("ORD-0000 " in line for line in kept)
     assert any("ORD-0299 " in line for line in kept)
@@ -181,20 +184,12 @@ def test_a_messages_closer_bound_covers_every_sentence_it_holds(
     assert closer >= best if closer < level else closer >= level
 
 
-def test_a_long_span_scores_few_sentences(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_long_span_scores_few_sentences(scored_labels: list[str]) -> None:
     """Only the sentences whose closer bound reaches the chosen lines are scored."""
     messages = _thread(300)
-    counted = [0]
-    scored = extractive._scored
-
-    def spy(position: int, label: str, section: object, sentence: str) -> object:
-        counted[0] += 1
-        return scored(position, label, section, sentence)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(_cold_fold, "_scored", spy)
     fold_recap(ExtractiveSummarizer(max_tokens=300), messages)
     users = sum(isinstance(m, HumanMessage) for m in messages)
-    assert 0 < counted[0] <= users  # not every user sentence, nor any tool's
+    assert 0 < len(scored_labels) <= users  # not every user sentence, nor any tool's
 
 
 @settings(max_examples=500, deadline=None)
@@ -205,7 +200,7 @@ def test_the_name_hint_is_found_wherever_a_name_is(text: str) -> None:
 
 
 def test_a_level_of_equal_scores_is_read_from_both_ends_until_the_cap_is_full(
-    monkeypatch: pytest.MonkeyPatch,
+    scored_labels: list[str],
 ) -> None:
     """Equal scores rank nearest either end first: the middle of a tied level is never read."""
     messages: list[BaseMessage] = []
@@ -213,16 +208,8 @@ def test_a_level_of_equal_scores_is_read_from_both_ends_until_the_cap_is_full(
         messages.append(HumanMessage(f"Order ORD-{turn:04d} must ship to dock {100 + turn % 800}."))
         messages.append(AIMessage("Noted, looking into it now for you."))
     summarizer = ExtractiveSummarizer(max_tokens=300)
-    counted = [0]
-    scored = extractive._scored
-
-    def spy(position: int, label: str, section: object, sentence: str) -> object:
-        counted[0] += 1
-        return scored(position, label, section, sentence)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(_cold_fold, "_scored", spy)
     recap = fold_recap(summarizer, messages)
-    assert counted[0] < 1_500 // 4  # most of the tied orders are never scored
+    assert len(scored_labels) < 1_500 // 4  # most of the tied orders are never scored
     # The same lines as the summariser that reads and scores everything.
     assert recap == summarizer.recap(render_transcript(messages))
     kept = [line for line in recap[0].splitlines() if line.startswith("- ")]
