@@ -16,9 +16,13 @@ def assert_every_path_agrees(text: str, head: int) -> None:
         assert counting.count_text_tokens(text) == expected
         patch.setattr(counting, "_BLOCK", 7)  # one chunk per block: windows and runs cut
         assert counting.count_text_tokens(text) == expected
-    assert count_each([text, text[:head], text, "x"]) == [
-        expected,
-        counting._count_short(text[:head]),
-        expected,
-        counting._count_short("x"),
-    ]
+    batch = [text, text[:head], text, "x"]
+    want = [expected, counting._count_short(text[:head]), expected, counting._count_short("x")]
+    assert count_each(batch) == want
+    # A few texts are counted one by one (`_FEW_LONG`, `_FEW_SHORT`): force each way.
+    for few in (-1, len(batch)):
+        counting._SHORT_COUNTS.clear()  # short texts go through the batch again
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(counting, "_FEW_LONG", few)
+            patch.setattr(counting, "_FEW_SHORT", few)
+            assert counting.count_texts_tokens(batch) == want
