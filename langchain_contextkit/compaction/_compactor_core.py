@@ -52,6 +52,8 @@ class CompactorCore:
     _newest_known: NewestKnown
     _floors: RecapMemo
     _index: HistoryIndex
+    _last_recap: BaseMessage | None = None  # the recap message shown last (`_recap`)
+    _heading_count: tuple[str, int] | None = None  # `_heading_tokens`, for its heading
 
     @property
     def keep_recent(self) -> int:
@@ -102,9 +104,32 @@ class CompactorCore:
     def _recap(self, text: str, covered: int, *, as_human: bool) -> BaseMessage:
         content = f"{self.prompts.heading('recap')} {text}"
         recap_id = f"{RECAP_ID_PREFIX}{covered}"
-        return (
+        # Between compactions every call shows the same recap: the same object again, so the
+        # memos by object know its count and digest (a new one was counted afresh each call).
+        last = self._last_recap
+        if (
+            last is not None
+            and last.id == recap_id
+            and isinstance(last, HumanMessage) == as_human
+            and last.content == content  # (also sees a copy edited in place downstream)
+        ):
+            return last
+        recap = (
             HumanMessage(content, id=recap_id) if as_human else SystemMessage(content, id=recap_id)
         )
+        self._last_recap = recap
+        return recap
+
+    def _heading_tokens(self) -> int:
+        """Tokens of the recap's heading as a message of its own (a share of the recap's room)."""
+        heading = self.prompts.heading("recap")
+        known = self._heading_count
+        if known is None or known[0] != heading:
+            tokens = count_message_tokens(
+                [SystemMessage(heading)], self.token_counter, reply_priming=False
+            )
+            known = self._heading_count = (heading, tokens)
+        return known[1]
 
     def _recap_as_human(self, tail: Sequence[BaseMessage]) -> bool:
         return self.require_human_first and not (tail and isinstance(tail[0], HumanMessage))

@@ -7,8 +7,6 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from langchain_core.messages import BaseMessage, SystemMessage
-
 from langchain_contextkit.compaction._chunked_summary import stated_cap
 from langchain_contextkit.compaction._compactor_core import CompactorCore
 from langchain_contextkit.compaction._recap_grid import WaterMarks, grid_cuts
@@ -22,6 +20,8 @@ from langchain_contextkit.tokens import REPLY_PRIMING, count_message_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from langchain_core.messages import BaseMessage
 
     from langchain_contextkit.compaction._history_index import HistoryArrays
     from langchain_contextkit.prompts import Fidelity
@@ -110,9 +110,7 @@ class Planner(CompactorCore):
             return _as_is(parts, current, before)
 
         costs = message_costs(pending, self.token_counter)
-        recap_reserve = self.max_summary_tokens + count_message_tokens(
-            [SystemMessage(self.prompts.heading("recap"))], self.token_counter, reply_priming=False
-        )
+        recap_reserve = self.max_summary_tokens + self._heading_tokens()
         fixed = self._tokens(system, overhead) + (0 if system else REPLY_PRIMING) + recap_reserve
         target = self.target_tokens if ceiling is None else min(self.target_tokens, ceiling)
         cut = tail_start(pending, target - fixed, costs=costs, min_units=self.keep_recent)
@@ -208,9 +206,7 @@ class Planner(CompactorCore):
             if known is not None:
                 previous, base = known
                 previous_floor = self._floors.get(digests[base])
-        heading = count_message_tokens(
-            [SystemMessage(self.prompts.heading("recap"))], self.token_counter, reply_priming=False
-        )
+        heading = self._heading_tokens()
         fixed = self._tokens(system, 0) + (0 if system else REPLY_PRIMING) + marks.recap + heading
         limit = None if ceiling is None else ceiling - overhead
 
