@@ -30,13 +30,14 @@ count_tokens_approximately, strategy="last", start_on="human", include_system=Tr
    (stateless) on a 2,000-message thread at 8k, and of three workers one after another on
    one `InMemoryStore`; a cold `summaries="extractive"` call on 10,000 messages beside the
    anchor's firing call on the same history; the middleware's steady time per model call
-   (12 turns after a seeded 2,000- or 10,000-message history) as a share of the
+   (20 turns after a seeded 2,000- or 10,000-message history) as a share of the
    `create_agent` turn without the middleware, stateless and with `InMemorySaver`. Both
    sides of that share are CPU time, not wall time (on a shared machine another process's
    work would land on either side): the turn's is the process's (`time.process_time`, every
    thread: LangGraph writes a step's checkpoint in the background while the next node
    runs), the middleware's is its own thread's (`time.thread_time`), so that the saver's
-   concurrent writes are not charged to it.
+   concurrent writes are not charged to it. The loops with and without the middleware run
+   turn about, so both sides see the same load.
 
 Targets (exit 1 on a FAIL, not with --quick): steady slopes of counter calls and characters
 per call <= 0.1 at each window; peak memory of a cold or steady call of ours <= 2x the
@@ -556,7 +557,7 @@ def report_loops(loops: Sequence[Loop], turns: int) -> None:
 
 COLD_N, COLD_WINDOW, COLD_CALLS_TARGET = 2_000, 8_000, 2
 EXTRACTIVE_N, EXTRACTIVE_RATIO_TARGET = 10_000, 5.0
-SHARE_SIZES, SHARE_TURNS, SHARE_TARGET = (2_000, 10_000), 12, 0.05
+SHARE_SIZES, SHARE_TURNS, SHARE_TARGET = (2_000, 10_000), 20, 0.05
 
 
 def question(turn: int) -> HumanMessage:
@@ -636,50 +637,64 @@ class Share:
 
 
 def run_share(n: int, turns: int) -> list[Share]:
-    """The middleware's steady time per call against the loop's own turn, at `n` messages."""
+    """The middleware's steady time per call against the loop's own turn, at `n` messages.
+
+    The loop with and without the middleware run turn about (which goes first alternates),
+    so that both sides of the share see the same load on a shared machine.
+    """
     base = Chat(f"share/{n}").history(n)
     out = []
     for stateful in (False, True):
-        times: dict[bool, list[float]] = {}
-        added: list[float] = []
-        for with_mw in (False, True):
-            model = loop_model()
-            mw = timed_kit(model, counted=False) if with_mw else None
-            if mw is not None:
-                mw.clock = time.thread_time  # its own thread: not the saver's writes
-            saver = InMemorySaver() if stateful else None
-            agent = create_agent(
-                model,
-                [lookup],
-                system_prompt=SYSTEM.text,
-                middleware=[mw] if mw else [],
-                checkpointer=saver,
-            )
-            config: Any = {"configurable": {"thread_id": f"share-{n}"}}
-            history: list[BaseMessage] = list(base)
-            # The first turn carries the whole history (a cold start); the rest are steady.
-            seed: list[BaseMessage] = [*base, question(0)]
-            times[with_mw] = []
-            for turn in range(turns + 1):
-                if mw is not None:
-                    mw.turn = turn
-                began = time.process_time()
-                if stateful:
-                    agent.invoke(
-                        cast("Any", {"messages": seed if turn == 0 else [question(turn)]}), config
-                    )
-                else:
-                    payload = seed if turn == 0 else [*history, question(turn)]
-                    history = agent.invoke(cast("Any", {"messages": payload}))["messages"]
-                if turn:
-                    times[with_mw].append((time.process_time() - began) * 1e3)
-                model.requests.clear()
-            if mw is not None:
-                added = [s.seconds * 1e3 for t, s in mw.samples if t >= 1]
+        times: dict[bool, list[float]] = {False: [], True: []}
+        loops = [_ShareLoop(base, stateful=stateful, with_mw=with_mw) for with_mw in (False, True)]
+        for turn in range(turns + 1):
+            for loop in loops if turn % 2 else loops[::-1]:
+                ms = loop.turn(turn)
+                if turn:  # the first turn carries the whole history (a cold start)
+                    times[loop.mw is not None].append(ms)
+        mw = cast("TimedKit", loops[1].mw)
+        added = [s.seconds * 1e3 for t, s in mw.samples if t >= 1]
         label = "checkpointer" if stateful else "stateless"
-        turn_ms = statistics.median(times[False])
-        out.append(Share(n, label, turn_ms, statistics.median(added), len(added)))
+        out.append(
+            Share(n, label, statistics.median(times[False]), statistics.median(added), len(added))
+        )
     return out
+
+
+class _ShareLoop:
+    """One `create_agent` of `run_share`, with or without the middleware, stateless or not."""
+
+    def __init__(self, base: list[BaseMessage], *, stateful: bool, with_mw: bool) -> None:
+        self.model = loop_model()
+        self.mw = timed_kit(self.model, counted=False) if with_mw else None
+        if self.mw is not None:
+            self.mw.clock = time.thread_time  # its own thread: not the saver's writes
+        self.stateful = stateful
+        self.agent = create_agent(
+            self.model,
+            [lookup],
+            system_prompt=SYSTEM.text,
+            middleware=[self.mw] if self.mw else [],
+            checkpointer=InMemorySaver() if stateful else None,
+        )
+        self.config: Any = {"configurable": {"thread_id": "share"}}
+        self.base, self.history = base, list(base)
+
+    def turn(self, turn: int) -> float:
+        """Run one turn; its CPU time (ms, every thread: the saver writes in the background)."""
+        if self.mw is not None:
+            self.mw.turn = turn
+        seed: list[BaseMessage] = [*self.base, question(0)]
+        began = time.process_time()
+        if self.stateful:
+            payload = seed if turn == 0 else [question(turn)]
+            self.agent.invoke(cast("Any", {"messages": payload}), self.config)
+        else:
+            payload = seed if turn == 0 else [*self.history, question(turn)]
+            self.history = self.agent.invoke(cast("Any", {"messages": payload}))["messages"]
+        ms = (time.process_time() - began) * 1e3
+        self.model.requests.clear()
+        return ms
 
 
 def report_cold(
