@@ -26,6 +26,8 @@ from langchain_contextkit.tokens import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from langchain.agents.middleware.types import ModelRequest
     from langchain_core.runnables import Runnable
 
@@ -80,21 +82,29 @@ class InPlaceSummary:
         self,
         compactor: HistoryCompactor,
         request: ModelRequest[Any],
-        budget: WindowBudget | None,
+        budget: WindowBudget | Callable[[], WindowBudget] | None,
         *,
         cache_marks: bool = False,
     ) -> None:
         """Bind the compactor's model to one agent request.
 
-        With `cache_marks`, a model that caches only at breakpoints (Claude) gets them
-        where the agent's request had them and at the end of the view, so the recap
-        request reads the agent's cached prefix.
+        `budget` may be given as a function that computes it: it is then computed only
+        when a summary is asked for (most calls compact nothing). With `cache_marks`, a
+        model that caches only at breakpoints (Claude) gets them where the agent's
+        request had them and at the end of the view, so the recap request reads the
+        agent's cached prefix.
         """
         self.compactor = compactor
         self.cache_marks = cache_marks
         self.request = request
-        self.ceiling = None if budget is None else budget.ceiling
-        self.fixed = 0 if budget is None else budget.fixed
+        self._budget = budget
+
+    def _limits(self) -> tuple[int | None, int]:
+        """The request's ceiling (None: unknown) and its fixed part, in counter tokens."""
+        budget = self._budget
+        if callable(budget):
+            budget = self._budget = budget()
+        return (None, 0) if budget is None else (budget.ceiling, budget.fixed)
 
     def _call(
         self, view: list[BaseMessage], instruction: str
@@ -107,9 +117,10 @@ class InPlaceSummary:
         messages, _ = repair_messages(
             [*view, HumanMessage(instruction)], system_messages=system_placement_for(llm)
         )
-        if self.ceiling is not None:
-            size = self.fixed + count_message_tokens(messages, self.compactor.token_counter)
-            if size > self.ceiling:
+        ceiling, fixed = self._limits()
+        if ceiling is not None:
+            size = fixed + count_message_tokens(messages, self.compactor.token_counter)
+            if size > ceiling:
                 return None
         model: Runnable[Any, BaseMessage] = llm
         if self.request.tools:

@@ -410,7 +410,8 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             InPlaceSummary(
                 compactor,
                 request,
-                budget.calibrated(calibration.cautious()),
+                # Sized only if a summary is asked for: most calls compact nothing.
+                lambda: budget.calibrated(calibration.cautious()),
                 cache_marks=self.cache_breakpoints,
             )
             if self.summarize_in_place and compactor.llm is not None
