@@ -74,23 +74,37 @@ def message_parts(
 ) -> tuple[int, list[str]]:
     """A message's tokens as a fixed part plus the texts the counter must measure.
 
-    `key`, when given, is `message_key(message)`: its calls are read from it.
+    Read from `key` (`message_key(message)`, built here when not given), which holds every
+    field counted: only a content of blocks is read from the message again.
     """
-    fields = vars(message)
-    role = fields.get("role") or ROLES.get(message.type, message.type)
-    fixed = TOKENS_PER_MESSAGE + _role_tokens(role, counter)
-    texts: list[str] = []
-    calls: tuple[Call, ...]
-    if key is None:
-        calls = (
-            *_calls_key(fields.get("tool_calls")),
-            *_calls_key(fields.get("invalid_tool_calls")),
-        )
+    kind: str
+    kind, role, content, name, valid, invalid, tool_call_id = (
+        message_key(message) if key is None else key
+    )
+    fixed = TOKENS_PER_MESSAGE + _role_tokens(role or ROLES.get(kind, kind), counter)
+    if isinstance(content, str):
+        texts = [content]
     else:
-        calls = (*key[4], *key[5])  # the valid and invalid calls
+        fixed, texts = _block_parts(
+            vars(message)["content"], (*valid, *invalid), fixed, image_tokens
+        )
+    if name and kind != "tool":  # a tool message's name is not sent
+        texts.append(name)
+        fixed += TOKENS_PER_NAME
+    for call_name, arguments, call_id in (*valid, *invalid):
+        texts += (call_name or "", arguments, call_id or "")
+    if isinstance(tool_call_id, str):
+        texts.append(tool_call_id)
+    return fixed, texts
+
+
+def _block_parts(
+    blocks: list[str | dict[str, Any]], calls: tuple[Call, ...], fixed: int, image_tokens: int
+) -> tuple[int, list[str]]:
+    """`fixed` plus the images' cost, and the texts of a content of blocks."""
     call_ids = {call_id for _, _, call_id in calls if call_id}
-    content = message.content
-    for block in [content] if isinstance(content, str) else content:
+    texts: list[str] = []
+    for block in blocks:
         if isinstance(block, str):
             texts.append(block)
             continue
@@ -102,14 +116,6 @@ def message_parts(
         elif not (kind in {"tool_use", "tool_call"} and block.get("id") in call_ids):
             # (a tool_use block repeating one of message.tool_calls is counted once, there)
             texts.append(_block_text(block))
-    if message.name and message.type != "tool":  # a tool message's name is not sent
-        texts.append(message.name)
-        fixed += TOKENS_PER_NAME
-    for name, arguments, call_id in calls:
-        texts += (name or "", arguments, call_id or "")
-    tool_call_id = fields.get("tool_call_id")
-    if isinstance(tool_call_id, str):
-        texts.append(tool_call_id)
     return fixed, texts
 
 
@@ -148,7 +154,7 @@ def as_arguments(value: object) -> str:
         return value
     if value is None:
         return ""
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _ARGUMENTS(value)
 
 
 def as_text(value: object) -> str:
@@ -157,4 +163,10 @@ def as_text(value: object) -> str:
         return value
     if value is None:
         return ""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _COMPACT(value)
+
+
+# `json.dumps` with any option builds a new encoder per call (most of a small call's
+# cost); these are the very encoders it would build, made once (they keep no state).
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
