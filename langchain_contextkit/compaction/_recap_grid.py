@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
     from langchain_core.messages import BaseMessage
 
+    from langchain_contextkit._message_parts import Call, MessageKey
+
 __all__ = [
     "HIGH_WATER",
     "LOW_WATER",
@@ -192,8 +194,12 @@ def grid_cuts(
     return cuts
 
 
-def _fingerprint(message: BaseMessage) -> bytes:
-    """What a provider is sent of a message, canonically; ids left out on purpose."""
+def _fingerprint(message: BaseMessage, key: MessageKey | None = None) -> bytes:
+    """What a provider is sent of a message, canonically; ids left out on purpose.
+
+    `key`, the message's count key (`message_key`) when the caller has it, lends its
+    calls' argument JSON (`_called`).
+    """
     # pydantic keeps the fields in the instance dict: one read of it for every field.
     fields = vars(message)
     content = fields["content"]
@@ -203,8 +209,8 @@ def _fingerprint(message: BaseMessage) -> bytes:
         # fingerprint it always had.
         calls: list[Any] = [*fields["tool_calls"], *fields["invalid_tool_calls"]]
         if calls:
-            listed = [[c["name"], c["args"], c.get("id")] for c in calls]
-            called = _canonical(listed).encode("utf-8", "surrogatepass")
+            known = None if key is None else (*key[4], *key[5])
+            called = _called(calls, known).encode("utf-8", "surrogatepass")
     call_id = fields["tool_call_id"] if isinstance(message, ToolMessage) else None
     answered = call_id.encode("utf-8", "surrogatepass") if call_id else b""
     # Each field length-prefixed, so no two messages share a fingerprint. Text content,
@@ -242,23 +248,68 @@ def _fingerprint(message: BaseMessage) -> bytes:
 _canonical = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False).encode
 
 
+def _called(calls: list[Any], known: tuple[Call, ...] | None) -> str:
+    """`_canonical` of each call's `[name, args, id]`, all in one list.
+
+    The count key's argument JSON (`known`, the same calls in order) is the canonical one
+    when sorting changes nothing in it; then only the names and ids are encoded (a
+    string's JSON is one C call): a cold history encodes each call's arguments once.
+    """
+    listed = [[c["name"], c["args"], c.get("id")] for c in calls]
+    if known is None or not all(_sorted_already(args) for _, args, _ in listed):
+        return _canonical(listed)
+    encoded = [
+        (
+            _canonical(name),
+            arguments if isinstance(args, (dict, list)) else _canonical(args),
+            _canonical(call_id),
+        )
+        for (name, args, call_id), (_, arguments, _) in zip(listed, known, strict=True)
+    ]
+    return "[%s]" % ", ".join("[%s, %s, %s]" % call for call in encoded)  # noqa: UP031
+
+
+def _sorted_already(value: object) -> bool:
+    """Whether `sort_keys` leaves `value`'s JSON as it is: every key a str, in order."""
+    if isinstance(value, dict):
+        keys = list(value)
+        return (
+            all(type(k) is str for k in keys)
+            and keys == sorted(keys)
+            and all(_sorted_already(v) for v in value.values())
+        )
+    if isinstance(value, (list, tuple)):
+        return all(_sorted_already(v) for v in value)
+    return True
+
+
 def prefix_digests(messages: Sequence[BaseMessage]) -> list[str]:
     """`digests[n]` names `messages[:n]` by content (`digests[0]` is the empty prefix)."""
     return ["", *chain_digests(hashlib.blake2b(digest_size=16), messages)]
 
 
 def chain_digests(
-    state: hashlib.blake2b, messages: Sequence[BaseMessage], *, by_object: bool = True
+    state: hashlib.blake2b,
+    messages: Sequence[BaseMessage],
+    *,
+    by_object: bool = True,
+    keys: Sequence[MessageKey] | None = None,
 ) -> list[str]:
     """The digests of the prefixes that end at each of `messages`, extending `state`.
 
     `state` holds everything before them (updated in place), so a history that grows
     extends its digests instead of hashing itself again. `by_object=False` neither
-    reads nor fills the memo by message object (for a caller that keeps the digests).
+    reads nor fills the memo by message object (for a caller that keeps the digests);
+    such a caller may pass the messages' count `keys` (`message_key`), read first.
     """
-    digest = message_digest if by_object else _digest
     update, copy = state.update, state.copy  # (bound once: this runs per message)
     digests = []
+    if keys is not None and not by_object:
+        for message, key in zip(messages, keys, strict=True):
+            update(_digest(message, key))
+            digests.append(copy().hexdigest())
+        return digests
+    digest = message_digest if by_object else _digest
     for message in messages:
         update(digest(message))
         digests.append(copy().hexdigest())
@@ -275,8 +326,8 @@ def message_digest(message: BaseMessage) -> bytes:
     return digest
 
 
-def _digest(message: BaseMessage) -> bytes:
-    return hashlib.blake2b(_fingerprint(message), digest_size=16).digest()
+def _digest(message: BaseMessage, key: MessageKey | None = None) -> bytes:
+    return hashlib.blake2b(_fingerprint(message, key), digest_size=16).digest()
 
 
 _DIGEST = "prefix digest"
