@@ -29,7 +29,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_contextkit._count_memo import SEEN_MESSAGES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
     from langchain_core.messages import BaseMessage
 
@@ -256,7 +256,7 @@ def _called(calls: list[Any], known: tuple[Call, ...] | None) -> str:
     string's JSON is one C call): a cold history encodes each call's arguments once.
     """
     listed = [[c["name"], c["args"], c.get("id")] for c in calls]
-    if known is None or not all(_sorted_already(args) for _, args, _ in listed):
+    if known is None or not all(map(_sorted_already, [args for _, args, _ in listed])):
         return _canonical(listed)
     encoded = [
         (
@@ -270,17 +270,27 @@ def _called(calls: list[Any], known: tuple[Call, ...] | None) -> str:
 
 
 def _sorted_already(value: object) -> bool:
-    """Whether `sort_keys` leaves `value`'s JSON as it is: every key a str, in order."""
-    if isinstance(value, dict):
+    """Whether `sort_keys` leaves `value`'s JSON as it is: every key a str, in order.
+
+    Type sets are built in C, so a flat argument dict costs a few C calls; a subclass of
+    dict, list or tuple is not looked into (False: it is encoded sorted, as before).
+    """
+    inner: Iterable[object]
+    if type(value) is dict:
         keys = list(value)
-        return (
-            all(type(k) is str for k in keys)
-            and keys == sorted(keys)
-            and all(_sorted_already(v) for v in value.values())
-        )
-    if isinstance(value, (list, tuple)):
-        return all(_sorted_already(v) for v in value)
-    return True
+        if not _STR.issuperset(map(type, keys)) or keys != sorted(keys):
+            return False
+        inner = value.values()
+    elif type(value) is list or type(value) is tuple:
+        inner = value
+    else:
+        return not isinstance(value, (dict, list, tuple))
+    return _FLAT.issuperset(map(type, inner)) or all(map(_sorted_already, inner))
+
+
+_STR = frozenset({str})
+_FLAT = frozenset({str, int, float, bool, type(None)})
+"""Types whose JSON has no keys to sort (the exact types: a subclass is looked into)."""
 
 
 def prefix_digests(messages: Sequence[BaseMessage]) -> list[str]:
