@@ -32,13 +32,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from langchain_contextkit._count_memo import SEEN_MESSAGES, CountMemo, long_counts_kept
-from langchain_contextkit._message_parts import (
-    MessageKey,
-    as_text,
-    count_parts,
-    message_key,
-    message_parts,
-)
+from langchain_contextkit._message_parts import as_text, count_parts, message_key, message_parts
 from langchain_contextkit._token_count import count_text_tokens, count_texts_tokens
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
 
@@ -448,7 +442,6 @@ def message_token_costs(
     image_tokens: int = DEFAULT_IMAGE_TOKENS,
     *,
     by_object: bool = True,
-    keys: Sequence[MessageKey] | None = None,
 ) -> list[int]:
     """Each message's tokens as `count_message_tokens` charges it, without reply priming.
 
@@ -458,8 +451,7 @@ def message_token_costs(
     not in the memo is counted in one batch (`count_each`). A counter that cannot be
     hashed, so cannot key the memo, is simply called each time. `by_object=False` skips
     the memo by message object (a caller that keeps the costs itself, as the history
-    index does, need not pay for an entry per message). `keys`: the messages'
-    `message_key`s, when the caller has read them already.
+    index does, need not pay for an entry per message).
     """
     try:
         hash(counter)
@@ -472,22 +464,20 @@ def message_token_costs(
     missing = [i for i, cost in enumerate(costs) if cost is None]
     if not missing:
         return costs  # type: ignore[return-value]  # none is None
-    read: Sequence[MessageKey] | dict[int, MessageKey] = (
-        {i: message_key(messages[i]) for i in missing} if keys is None else keys
-    )
+    keys = {i: message_key(messages[i]) for i in missing}
     for i in missing:
-        costs[i] = _MEMO.get((scale, read[i]))
+        costs[i] = _MEMO.get((scale, keys[i]))
     uncounted = [i for i in missing if costs[i] is None]
     if uncounted:
         # One batch for everything not yet counted: a cold history costs one vectorised
         # pass (count_each), not a counter call per string. The parts reuse the key's
         # call JSON (`_message_parts`).
-        parts = [message_parts(messages[i], image_tokens, counter, read[i]) for i in uncounted]
+        parts = [message_parts(messages[i], image_tokens, counter, keys[i]) for i in uncounted]
         counts = iter(count_each([text for _, texts in parts for text in texts], counter))
         fresh = [fixed + sum(islice(counts, len(texts))) for fixed, texts in parts]
         for i, cost in zip(uncounted, fresh, strict=True):
             costs[i] = cost
-        _MEMO.put_many(zip([(scale, read[i]) for i in uncounted], fresh, strict=True))
+        _MEMO.put_many(zip([(scale, keys[i]) for i in uncounted], fresh, strict=True))
     if by_object:
         for i in missing:
             SEEN_MESSAGES.put(messages[i], scale, costs[i])

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import ToolMessage
 
 from langchain_contextkit._content_witness import Lineage, vouched
-from langchain_contextkit._message_parts import message_key
 from langchain_contextkit._same_messages import same_contents, same_messages
 from langchain_contextkit.compaction._recap_grid import chain_digests
 from langchain_contextkit.messages import CleanScan, equal_copies, resume_scan
@@ -92,12 +91,10 @@ class HistoryArrays:
             if not offset:
                 return self
             return dataclasses.replace(self, messages=tuple(history), lineage=vouched())
-        # The arrays keep what was derived: no entry per message in the object memo. The
-        # count keys are read once for the costs and the digests (their calls' JSON).
-        keys = list(map(message_key, new))
-        costs = message_token_costs(new, counter, by_object=False, keys=keys)
+        # The arrays keep what was derived: no entry per message in the object memo.
+        costs = message_token_costs(new, counter, by_object=False)
         state = self.state.copy()
-        digests = chain_digests(state, new, by_object=False, keys=keys)
+        digests = chain_digests(state, new, by_object=False)
         totals = self.totals + array(
             "q", islice(accumulate(costs, initial=self.totals[-1]), 1, None)
         )

@@ -29,11 +29,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_contextkit._count_memo import SEEN_MESSAGES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Iterator, Sequence
 
     from langchain_core.messages import BaseMessage
-
-    from langchain_contextkit._message_parts import Call, MessageKey
 
 __all__ = [
     "HIGH_WATER",
@@ -194,12 +192,8 @@ def grid_cuts(
     return cuts
 
 
-def _fingerprint(message: BaseMessage, key: MessageKey | None = None) -> bytes:
-    """What a provider is sent of a message, canonically; ids left out on purpose.
-
-    `key`, the message's count key (`message_key`) when the caller has it, lends its
-    calls' argument JSON (`_called`).
-    """
+def _fingerprint(message: BaseMessage) -> bytes:
+    """What a provider is sent of a message, canonically; ids left out on purpose."""
     # pydantic keeps the fields in the instance dict: one read of it for every field.
     fields = vars(message)
     content = fields["content"]
@@ -209,8 +203,8 @@ def _fingerprint(message: BaseMessage, key: MessageKey | None = None) -> bytes:
         # fingerprint it always had.
         calls: list[Any] = [*fields["tool_calls"], *fields["invalid_tool_calls"]]
         if calls:
-            known = None if key is None else (*key[4], *key[5])
-            called = _called(calls, known).encode("utf-8", "surrogatepass")
+            listed = [[c["name"], c["args"], c.get("id")] for c in calls]
+            called = _canonical(listed).encode("utf-8", "surrogatepass")
     call_id = fields["tool_call_id"] if isinstance(message, ToolMessage) else None
     answered = call_id.encode("utf-8", "surrogatepass") if call_id else b""
     # Each field length-prefixed, so no two messages share a fingerprint. Text content,
@@ -248,78 +242,23 @@ def _fingerprint(message: BaseMessage, key: MessageKey | None = None) -> bytes:
 _canonical = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False).encode
 
 
-def _called(calls: list[Any], known: tuple[Call, ...] | None) -> str:
-    """`_canonical` of each call's `[name, args, id]`, all in one list.
-
-    The count key's argument JSON (`known`, the same calls in order) is the canonical one
-    when sorting changes nothing in it; then only the names and ids are encoded (a
-    string's JSON is one C call): a cold history encodes each call's arguments once.
-    """
-    listed = [[c["name"], c["args"], c.get("id")] for c in calls]
-    if known is None or not all(map(_sorted_already, [args for _, args, _ in listed])):
-        return _canonical(listed)
-    encoded = [
-        (
-            _canonical(name),
-            arguments if isinstance(args, (dict, list)) else _canonical(args),
-            _canonical(call_id),
-        )
-        for (name, args, call_id), (_, arguments, _) in zip(listed, known, strict=True)
-    ]
-    return "[%s]" % ", ".join("[%s, %s, %s]" % call for call in encoded)  # noqa: UP031
-
-
-def _sorted_already(value: object) -> bool:
-    """Whether `sort_keys` leaves `value`'s JSON as it is: every key a str, in order.
-
-    Type sets are built in C, so a flat argument dict costs a few C calls; a subclass of
-    dict, list or tuple is not looked into (False: it is encoded sorted, as before).
-    """
-    inner: Iterable[object]
-    if type(value) is dict:
-        keys = list(value)
-        if not _STR.issuperset(map(type, keys)) or keys != sorted(keys):
-            return False
-        inner = value.values()
-    elif type(value) is list or type(value) is tuple:
-        inner = value
-    else:
-        return not isinstance(value, (dict, list, tuple))
-    return _FLAT.issuperset(map(type, inner)) or all(map(_sorted_already, inner))
-
-
-_STR = frozenset({str})
-_FLAT = frozenset({str, int, float, bool, type(None)})
-"""Types whose JSON has no keys to sort (the exact types: a subclass is looked into)."""
-
-
 def prefix_digests(messages: Sequence[BaseMessage]) -> list[str]:
     """`digests[n]` names `messages[:n]` by content (`digests[0]` is the empty prefix)."""
     return ["", *chain_digests(hashlib.blake2b(digest_size=16), messages)]
 
 
 def chain_digests(
-    state: hashlib.blake2b,
-    messages: Sequence[BaseMessage],
-    *,
-    by_object: bool = True,
-    keys: Sequence[MessageKey] | None = None,
+    state: hashlib.blake2b, messages: Sequence[BaseMessage], *, by_object: bool = True
 ) -> list[str]:
     """The digests of the prefixes that end at each of `messages`, extending `state`.
 
     `state` holds everything before them (updated in place), so a history that grows
     extends its digests instead of hashing itself again. `by_object=False` neither
-    reads nor fills the memo by message object (for a caller that keeps the digests);
-    such a caller may pass the messages' count `keys` (`message_key`), read first.
+    reads nor fills the memo by message object (for a caller that keeps the digests).
     """
+    digest = message_digest if by_object else _digest
     update, copy = state.update, state.copy  # (bound once: this runs per message)
     digests = []
-    if keys is not None and not by_object:
-        for message, key in zip(messages, keys, strict=True):
-            update(_digest(message, key))
-            digests.append(copy().hexdigest())
-        return digests
-    digest = message_digest if by_object else _digest
     for message in messages:
         update(digest(message))
         digests.append(copy().hexdigest())
@@ -336,8 +275,8 @@ def message_digest(message: BaseMessage) -> bytes:
     return digest
 
 
-def _digest(message: BaseMessage, key: MessageKey | None = None) -> bytes:
-    return hashlib.blake2b(_fingerprint(message, key), digest_size=16).digest()
+def _digest(message: BaseMessage) -> bytes:
+    return hashlib.blake2b(_fingerprint(message), digest_size=16).digest()
 
 
 _DIGEST = "prefix digest"
