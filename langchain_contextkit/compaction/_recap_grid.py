@@ -256,11 +256,17 @@ def chain_digests(
     extends its digests instead of hashing itself again. `by_object=False` neither
     reads nor fills the memo by message object (for a caller that keeps the digests).
     """
-    digest = message_digest if by_object else _digest
     update, copy = state.update, state.copy  # (bound once: this runs per message)
     digests = []
+    if by_object:
+        for message in messages:
+            update(message_digest(message))
+            digests.append(copy().hexdigest())
+        return digests
+    # `_digest` inlined: a cold history's 10,000 messages pay no extra call each.
+    blake2b, fingerprint = hashlib.blake2b, _fingerprint
     for message in messages:
-        update(digest(message))
+        update(blake2b(fingerprint(message), digest_size=16).digest())
         digests.append(copy().hexdigest())
     return digests
 
