@@ -14,10 +14,11 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable
+    from collections.abc import Callable, Hashable, Iterable
 
     from langchain_core.messages import BaseMessage
 
@@ -29,7 +30,9 @@ class CountMemo:
     """Counts by key, at most `max_entries` of them, evicting the oldest first.
 
     Reads take no lock (a dict lookup is atomic); writes and evictions do, so threads that
-    share one memo never see a half-written entry.
+    share one memo never see a half-written entry. An `OrderedDict`, so evicting the oldest
+    is O(1): a plain dict's first key is found by skipping the holes its deletions leave,
+    and a full memo (a long-lived process) paid that scan on every put.
     """
 
     __slots__ = ("_counts", "_lock", "max_entries")
@@ -47,7 +50,7 @@ class CountMemo:
             msg = f"max_entries must be >= 1, got {max_entries}."
             raise ValueError(msg)
         self.max_entries = max_entries
-        self._counts: dict[Hashable, int] = {}
+        self._counts: OrderedDict[Hashable, int] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> int | None:
@@ -56,13 +59,16 @@ class CountMemo:
 
     def put(self, key: Hashable, count: int) -> None:
         """Store `count` under `key`, evicting the oldest entries past the bound."""
+        self.put_many(((key, count),))
+
+    def put_many(self, items: Iterable[tuple[Hashable, int]]) -> None:
+        """Store each `(key, count)`, then evict the oldest past the bound: one lock a batch."""
+        counts = self._counts
         with self._lock:
-            self._counts[key] = count
-            excess = len(self._counts) - self.max_entries
-            if excess > 0:
-                # Insertion order is age: the first keys are the oldest.
-                for old in [k for k, _ in zip(self._counts, range(excess), strict=False)]:
-                    del self._counts[old]
+            counts.update(items)
+            # Insertion order is age: the first keys are the oldest.
+            for _ in range(len(counts) - self.max_entries):
+                counts.popitem(last=False)
 
     def clear(self) -> None:
         """Forget every count."""
@@ -180,6 +186,10 @@ def long_counts_kept(
     fresh = batch([texts[i] for i in missing])
     for i, count in zip(missing, fresh, strict=True):
         counts[i] = count
-        if len(texts[i]) >= LONG_TEXT:
-            _LONG_TEXTS.put((counter, texts[i]), count)
+    # One lock for the batch: a cold history brings thousands of long texts at once.
+    _LONG_TEXTS.put_many(
+        ((counter, texts[i]), count)
+        for i, count in zip(missing, fresh, strict=True)
+        if len(texts[i]) >= LONG_TEXT
+    )
     return counts  # type: ignore[return-value]  # every None was filled above

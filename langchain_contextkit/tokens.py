@@ -26,12 +26,13 @@ for token; that is why the module is long.
 from __future__ import annotations
 
 import functools
-import json
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from langchain_contextkit._count_memo import SEEN_MESSAGES, CountMemo, long_counts_kept
+from langchain_contextkit._message_parts import as_text, count_parts, message_key, message_parts
 from langchain_contextkit._token_count import count_text_tokens, count_texts_tokens
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
 
@@ -58,14 +59,10 @@ TokenCounter = Callable[[str], int]
 DEFAULT_IMAGE_TOKENS = 85
 """Tokens charged per image block: OpenAI's fixed cost of a low-detail image."""
 
-# OpenAI's documented chat accounting: every message is wrapped in
-# <|start|>{role}<|message|>...<|end|> (3 tokens plus the role), a name costs one more
-# token, and every reply is primed with <|start|>assistant<|message|> (3 tokens).
-_TOKENS_PER_MESSAGE = 3
-_TOKENS_PER_NAME = 1
+# OpenAI's documented chat accounting (per message: `_message_parts`): every reply is
+# primed with <|start|>assistant<|message|> (3 tokens).
 REPLY_PRIMING = 3
 """Tokens every request adds once to prime the reply (`count_message_tokens` counts them)."""
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
 def count_tokens(text: str) -> int:
@@ -390,7 +387,7 @@ def _tool_tokens(tool: Any, counter: TokenCounter) -> int:  # noqa: ANN401 - any
     from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: PLC0415
 
     if isinstance(tool, dict):  # a schema dict can be edited in place: never remembered
-        return counter(_as_text(convert_to_openai_tool(tool)))
+        return counter(as_text(convert_to_openai_tool(tool)))
     # A tool object is converted once per counter (an agent sends the same tools on every
     # call), and again if its name, description or argument schema is replaced. The entry
     # holds the tool itself, so its id cannot be reused while the entry is there.
@@ -398,11 +395,11 @@ def _tool_tokens(tool: Any, counter: TokenCounter) -> int:  # noqa: ANN401 - any
         key = (counter, id(tool))
         known = _TOOL_TOKENS.get(key)
     except TypeError:  # an unhashable counter
-        return counter(_as_text(convert_to_openai_tool(tool)))
+        return counter(as_text(convert_to_openai_tool(tool)))
     signature = _tool_signature(tool)
     if known is not None and known[0] is tool and known[1] == signature:
         return known[2]
-    tokens = counter(_as_text(convert_to_openai_tool(tool)))
+    tokens = counter(as_text(convert_to_openai_tool(tool)))
     with _TOOL_LOCK:
         _TOOL_TOKENS[key] = (tool, signature, tokens)
         while len(_TOOL_TOKENS) > _MAX_TOOLS:
@@ -459,7 +456,7 @@ def message_token_costs(
     try:
         hash(counter)
     except TypeError:
-        return [_count_parts(*_message_parts(m, image_tokens, counter), counter) for m in messages]
+        return [count_parts(*message_parts(m, image_tokens, counter), counter) for m in messages]
     scale = (counter, image_tokens)
     costs: list[int | None] = (
         [SEEN_MESSAGES.get(m, scale) for m in messages] if by_object else [None] * len(messages)
@@ -467,19 +464,20 @@ def message_token_costs(
     missing = [i for i, cost in enumerate(costs) if cost is None]
     if not missing:
         return costs  # type: ignore[return-value]  # none is None
-    keys = {i: (scale, _fingerprint(messages[i])) for i in missing}
+    keys = {i: message_key(messages[i]) for i in missing}
     for i in missing:
-        costs[i] = _MEMO.get(keys[i])
+        costs[i] = _MEMO.get((scale, keys[i]))
     uncounted = [i for i in missing if costs[i] is None]
     if uncounted:
         # One batch for everything not yet counted: a cold history costs one vectorised
-        # pass (count_each), not a counter call per string.
-        parts = [_message_parts(messages[i], image_tokens, counter) for i in uncounted]
+        # pass (count_each), not a counter call per string. The parts reuse the key's
+        # call JSON (`_message_parts`).
+        parts = [message_parts(messages[i], image_tokens, counter, keys[i]) for i in uncounted]
         counts = iter(count_each([text for _, texts in parts for text in texts], counter))
-        for i, (fixed, texts) in zip(uncounted, parts, strict=True):
-            cost = fixed + sum(next(counts) for _ in texts)
-            _MEMO.put(keys[i], cost)
+        fresh = [fixed + sum(islice(counts, len(texts))) for fixed, texts in parts]
+        for i, cost in zip(uncounted, fresh, strict=True):
             costs[i] = cost
+        _MEMO.put_many(zip([(scale, keys[i]) for i in uncounted], fresh, strict=True))
     if by_object:
         for i in missing:
             SEEN_MESSAGES.put(messages[i], scale, costs[i])
@@ -488,113 +486,3 @@ def message_token_costs(
 
 _MEMO = CountMemo()
 """Message counts of this process, keyed by counter, image cost and the counted fields."""
-
-
-def _fingerprint(message: BaseMessage) -> Hashable:
-    """Everything `_message_parts` reads of a message, as a hashable key."""
-    fields = vars(message)  # pydantic keeps fields here; getattr of a missing one is slow
-    content = fields["content"]
-    return (
-        fields["type"],
-        fields.get("role"),
-        content
-        if isinstance(content, str)
-        else tuple(b if isinstance(b, str) else _as_text(b) for b in content),
-        fields.get("name"),
-        _calls_key(fields.get("tool_calls")),
-        _calls_key(fields.get("invalid_tool_calls")),
-        fields.get("tool_call_id"),
-    )
-
-
-def _calls_key(calls: Sequence[Mapping[str, Any]] | None) -> tuple[Any, ...]:
-    if not calls:
-        return ()
-    return tuple(
-        (call.get("name"), _as_arguments(call.get("args")), call.get("id")) for call in calls
-    )
-
-
-def _count_parts(fixed: int, texts: list[str], counter: TokenCounter) -> int:
-    return fixed + sum(counter(text) for text in texts)
-
-
-def _message_parts(
-    message: BaseMessage, image_tokens: int, counter: TokenCounter
-) -> tuple[int, list[str]]:
-    """A message's tokens as a fixed part plus the texts the counter must measure."""
-    fields = vars(message)
-    role = fields.get("role") or _ROLES.get(message.type, message.type)
-    fixed = _TOKENS_PER_MESSAGE + _role_tokens(role, counter)
-    texts: list[str] = []
-    tool_calls: list[Mapping[str, Any]] = list(fields.get("tool_calls") or [])
-    tool_calls += list(fields.get("invalid_tool_calls") or [])
-    call_ids = {call.get("id") for call in tool_calls if call.get("id")}
-    content = message.content
-    for block in [content] if isinstance(content, str) else content:
-        if isinstance(block, str):
-            texts.append(block)
-            continue
-        kind = block.get("type")
-        if kind in {"image", "image_url"} or (
-            kind == "file" and block.get("mime_type", "").startswith("image/")
-        ):
-            fixed += image_tokens
-        elif not (kind in {"tool_use", "tool_call"} and block.get("id") in call_ids):
-            # (a tool_use block repeating one of message.tool_calls is counted once, there)
-            texts.append(_block_text(block))
-    if message.name and message.type != "tool":  # a tool message's name is not sent
-        texts.append(message.name)
-        fixed += _TOKENS_PER_NAME
-    for call in tool_calls:
-        texts += (call.get("name") or "", _as_arguments(call.get("args")), call.get("id") or "")
-    tool_call_id = fields.get("tool_call_id")
-    if isinstance(tool_call_id, str):
-        texts.append(tool_call_id)
-    return fixed, texts
-
-
-def _role_tokens(role: str, counter: TokenCounter) -> int:
-    """Tokens of a role name, counted once per counter (a handful of names recur)."""
-    try:
-        cost = _ROLE_TOKENS.get((counter, role))
-    except TypeError:  # a counter that cannot be hashed cannot key the memo
-        return counter(role)
-    if cost is None:
-        cost = counter(role)
-        if len(_ROLE_TOKENS) < _MAX_ROLES:
-            _ROLE_TOKENS[counter, role] = cost
-    return cost
-
-
-_ROLE_TOKENS: dict[tuple[TokenCounter, str], int] = {}
-_MAX_ROLES = 4096
-
-
-def _block_text(block: Mapping[str, Any]) -> str:
-    for key in ("text", "reasoning", "thinking"):
-        value = block.get(key)
-        if isinstance(value, str):
-            return value
-    return _as_text(block)
-
-
-def _as_arguments(value: object) -> str:
-    """Tool-call arguments as chat clients send them: JSON with the default separators.
-
-    langchain-openai sends `json.dumps(args, ensure_ascii=False)` (", " and ": "); compact
-    JSON would undercount every call by a token or more per argument.
-    """
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _as_text(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

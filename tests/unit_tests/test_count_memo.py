@@ -22,6 +22,7 @@ from langchain_contextkit import (
     tokens as tokens_module,
 )
 from langchain_contextkit._count_memo import CountMemo, SeenMessages
+from langchain_contextkit._message_parts import count_parts, message_parts
 from langchain_contextkit.messages import message_costs
 
 
@@ -46,9 +47,7 @@ class Unhashable(CountingCounter):
 def fresh(messages: list[BaseMessage], counter: Any = count_tokens) -> list[int]:
     """Each message counted from scratch, bypassing the memo."""
     return [
-        tokens_module._count_parts(
-            *tokens_module._message_parts(m, tokens_module.DEFAULT_IMAGE_TOKENS, counter), counter
-        )
+        count_parts(*message_parts(m, tokens_module.DEFAULT_IMAGE_TOKENS, counter), counter)
         for m in messages
     ]
 
