@@ -169,7 +169,7 @@ class _Reading:
             at = (index + 1) * _SLOTS
             sentences = _read(self.messages[index], self.prompts)
             for offset, (label, section, sentence) in enumerate(sentences):
-                bound = FactBound(sentence, label)
+                bound = FactBound(sentence, label, within=facts)
                 # Only the digit searches so far: the rest wait until this level scores them.
                 unscored[min(level, bound.at(_STATED_BOUND + 1))].append(
                     (at + offset, label, section, sentence, bound)
