@@ -1,0 +1,77 @@
+"""The cheaper searches of `compaction._fact_bound` find what the patterns they replace find."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings, strategies as st
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_contextkit.compaction import _cold_fold, _fact_bound
+from langchain_contextkit.compaction.extractive import ExtractiveSummarizer
+from langchain_contextkit.compaction.facts import has_decision, is_decided
+
+# The patterns the fold used before: the cheaper forms must agree with them everywhere.
+OLD_NAME_DIGIT_HINT = re.compile(r"(?<![A-Za-z])[A-Za-z][A-Za-z_\-./#:@]*+\d|`")
+OLD_LONG_NUMBER = re.compile(r"[$€£¥]\d|\d[\d.,:/\-]\d|\d\d%")
+
+FRAGMENTS = [
+    "decided", "DECİDED", "decıde", "ſo we", "So  We", "agree on", "going with", "go with",
+    "root cause", "NEXT STEP", "planning", "will", "wıll", "must", "\u212aeep", "thus", "决定",
+    "原因是", "结果", "下一步", "opted", "settled on", "the answer is", "x", "a", "。", ".", " ",
+    "\n", "_", "db-7", "K9", "\u0307", "because", "fixed", "deadline", "confirmed",
+]  # fmt: skip
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.text(alphabet="aZk9_-./#:@` Ab1$%,\u00a0\u3000", max_size=18))
+def test_the_name_digit_hint_is_the_pattern_it_replaces(text: str) -> None:
+    expected = OLD_NAME_DIGIT_HINT.search(text) is not None
+    assert _fact_bound._name_digit_hint(text) == expected
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.text(alphabet="1²9.,:/-%$€£¥ a٣", max_size=12))
+def test_the_long_number_search_is_the_pattern_it_replaces(text: str) -> None:
+    assert _fact_bound._long_number(text) == (OLD_LONG_NUMBER.search(text) is not None)
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=8))
+def test_a_word_search_skipped_by_its_stems_would_have_found_nothing(words: list[str]) -> None:
+    for glue in ("", " "):
+        text = glue.join(words)
+        assert _fact_bound._found(_fact_bound._DECIDED_STEMS, is_decided, text) == is_decided(text)
+        found = _fact_bound._found(_fact_bound._DECISION_STEMS, has_decision, text)
+        assert found == has_decision(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*FRAGMENTS, "Order 4471 is late.", "\\fB2\\fR", "<b>x</b>", "v3.11.7"]),
+        min_size=1,
+        max_size=10,
+    ),
+    st.sampled_from(["human", "ai"]),
+    st.lists(st.integers(min_value=0, max_value=13), min_size=1, max_size=4),
+)
+def test_a_sentence_bounded_within_its_message_is_bounded_the_same(
+    words: list[str], kind: str, levels: list[int]
+) -> None:
+    """What the message's searches did not find only saves searches: every `at` agrees."""
+    text = " ".join(words)
+    message = HumanMessage(text) if kind == "human" else AIMessage(text)
+    whole = _cold_fold._message_facts(message)
+    if whole is None:
+        return  # read through its transcript: bounded sentence by sentence
+    levels = sorted(levels, reverse=True)
+    for level in levels[:2]:
+        whole.at(level)  # what the fold searched of the message before reading it
+    prompts = ExtractiveSummarizer().prompts
+    for label, _, sentence in _cold_fold._read(message, prompts):
+        alone = _fact_bound.FactBound(sentence, label)
+        within = _fact_bound.FactBound(sentence, label, within=whole)
+        assert within.holds() == alone.holds()
+        for level in levels:
+            assert within.at(level) == alone.at(level)
