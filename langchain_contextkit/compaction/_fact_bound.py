@@ -192,33 +192,47 @@ _NAME_HINT = re.compile(r"\w[_\-./#:@]+\w|[A-Za-z]\d|[a-z][A-Z]|[A-Z][A-Z]|`")
 an id); a letter and a digit; camelCase; two capitals; a code span's backtick."""
 
 
-def _found(stems: tuple[str, ...], search: Callable[[str], bool], text: str) -> bool:
+def _found(stems: _Stems, search: Callable[[str], bool], text: str) -> bool:
     """`search(text)`, skipped where none of `stems` occurs (it cannot match then).
 
     Every match of the word lists (`facts.is_decided`, `facts.has_decision`) holds one
-    of its stems, letter case aside; a few substring tests are far cheaper than the
-    pattern. Letter case aside, the pattern also takes four letters outside ASCII for
-    ASCII ones: they are mapped to them first.
+    of its stems, letter case aside, and a few substring tests are far cheaper than the
+    word lists' pattern. In text that is not ASCII, one pattern of the stems finds them
+    (it skips to their first letters, rare there); letter case aside, the word lists
+    also take four letters outside ASCII for ASCII ones: they are mapped to them first.
     """
     lowered = text.lower()
-    if not text.isascii():
+    if text.isascii():
+        if not any(stem in lowered for stem in stems[0]):
+            return False
+    else:
         # "İ" lowers to "i" and a combining dot; the dotless "ı" and the long "ſ" stay.
         lowered = lowered.replace("\u0307", "").replace("\u0131", "i").replace("\u017f", "s")
-    return any(stem in lowered for stem in stems) and search(text)
+        if stems[1].search(lowered) is None:
+            return False
+    return search(text)
 
 
-_DECIDED_STEMS = (
-    "decid", "decision", "agree", "conclu", "chose", "opted", "approved", "rejected",
-    "resolved", "settled on", "with", "root cause", "in summary", "the answer is",
-    "turns out", "therefore", "thus", "hence", "confirmed", "决定", "结论", "确认", "同意",
-    "采用", "选定", "批准", "否决", "因此", "所以", "原因是", "结果是", "定为", "最终",
+_Stems = tuple[tuple[str, ...], re.Pattern[str]]
+"""The English stems of a word list, and a pattern finding any of its stems."""
+
+
+def _stems(*stems: str) -> _Stems:
+    return tuple(s for s in stems if s.isascii()), re.compile("|".join(stems))
+
+
+_DECIDED_STEMS = _stems(
+    "deci", "agree", "conclu", "chose", "opted", "approved", "rejected", "resolved",
+    "settled on", "with", "cause", "in summary", "the answer is", "turns out", "therefore",
+    "thus", "hence", "confirmed", "决定", "结论", "确认", "同意", "采用", "选定", "批准",
+    "否决", "因此", "所以", "原因是", "结果是", "定为", "最终",
 )  # fmt: skip
 """A part of every match of `facts.is_decided`."""
-_DECISION_STEMS = (
-    "decid", "decision", "agree", "conclu", "therefore", "so we", "must", "will", "shall",
-    "chose", "confirm", "resolv", "root cause", "result", "because", "fixed", "approved",
-    "rejected", "deadline", "plan", "next step", "决定", "结论", "确认", "因此", "所以",
-    "必须", "同意", "原因", "结果", "计划", "下一步", "截止",
+_DECISION_STEMS = _stems(
+    "deci", "agree", "conclu", "therefore", "so we", "must", "will", "shall", "chose",
+    "confirm", "resolv", "cause", "result", "fixed", "approved", "rejected", "deadline",
+    "plan", "next step", "决定", "结论", "确认", "因此", "所以", "必须", "同意", "原因",
+    "结果", "计划", "下一步", "截止",
 )  # fmt: skip
 """A part of every match of `facts.has_decision`."""
 
