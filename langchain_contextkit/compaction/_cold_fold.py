@@ -69,7 +69,7 @@ def _bound(message: BaseMessage, facts: FactBound | None) -> int:
         return _TOOL_BOUND  # a tool's output is long: not even searched unless needed
     if facts is not None:
         # The quick searches only (digits): the costly ones run when the message's turn comes.
-        return min(facts.at(_STATED_BOUND + 1), _STATED_BOUND)
+        return min(facts.most(), _STATED_BOUND)
     if message.type == "human":
         return _STATED_BOUND
     if message.type != "ai":
@@ -146,10 +146,12 @@ class _Reading:
         self.prompts = prompts
         self.scored: list[RecapLine] = []
         # What each message's text is known to hold, kept while it waits for its level.
-        self.known = [None if m.type == "tool" else _message_facts(m) for m in messages]
+        self.known: list[FactBound | None] = []
         self.unread: defaultdict[int, list[int]] = defaultdict(list)  # bound -> indices
         for index, message in enumerate(messages):
-            self.unread[_bound(message, self.known[index])].append(index)
+            facts = None if message.type == "tool" else _message_facts(message)
+            self.known.append(facts)
+            self.unread[_bound(message, facts)].append(index)
         self.unscored: defaultdict[int, list[_Parsed]] = defaultdict(list)  # bound -> sentences
 
     def read(self, indices: Sequence[int], level: int) -> None:
@@ -171,7 +173,7 @@ class _Reading:
             for offset, (label, section, sentence) in enumerate(sentences):
                 bound = FactBound(sentence, label, within=facts)
                 # Only the digit searches so far: the rest wait until this level scores them.
-                unscored[min(level, bound.at(_STATED_BOUND + 1))].append(
+                unscored[min(level, bound.most())].append(
                     (at + offset, label, section, sentence, bound)
                 )
 

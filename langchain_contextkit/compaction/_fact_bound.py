@@ -107,7 +107,7 @@ class FactBound:
         if name == 1:
             self._name = 1  # the whole text is ASCII and holds no name with a digit
         # Whitespace apart (a spaced text's may not be ASCII), the text is ASCII or not.
-        elif not (clean.isascii() or (spaced and "".join(clean.split()).isascii())):
+        elif not (clean.isascii() or (spaced and _NOT_ASCII.search(clean) is None)):
             self._name = 2  # a name's digit may be any Unicode digit
         elif digit and _name_digit_hint(clean):
             self._name = 2
@@ -118,6 +118,11 @@ class FactBound:
         self._decided: bool | None = None  # unknown yet (an assistant's decision)
         if hidden and spaced:  # the most each word family may add: never searched
             self._decision, self._named, self._decided = _DECISION_WEIGHT, self._name, True
+
+    def most(self) -> int:
+        """The bound before any word is searched (digits only): `at` of a level above all."""
+        high = self._numbers + _DECISION_WEIGHT + self._name
+        return _bound_of(high, self._label, decided=None)
 
     def holds(self) -> tuple[bool, int, int]:
         """Whether the text has markup, what its numbers and names may add (for a sentence)."""
@@ -184,6 +189,8 @@ def _bound_of(facts: int, label: str, *, decided: bool | None) -> int:
 
 
 _DIGIT = re.compile(r"\d")
+_NOT_ASCII = re.compile(r"[^\x00-\x7f\s]")
+"""A character outside ASCII that is not whitespace (`\\s` is what `str.split` splits at)."""
 _LONG = 3
 """What numbers of more than two characters may add."""
 _NAME_HINT = re.compile(r"\w[_\-./#:@]+\w|[A-Za-z]\d|[a-z][A-Z]|[A-Z][A-Z]|`")
