@@ -17,7 +17,7 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.compaction._fact_bound import FactBound, sentence_bounds
+from langchain_contextkit.compaction._fact_bound import FactBound
 from langchain_contextkit.compaction.extractive import (
     _MARKUP_START,
     ExtractiveSummarizer,
@@ -161,8 +161,6 @@ class _Reading:
         `known`) falls below `level` waits there instead, unread.
         """
         known, unscored = self.known, self.unscored
-        read: list[tuple[int, str, RecapSection | None]] = []  # position, label, section
-        sentences: list[tuple[str, str, FactBound | None]] = []  # text, label, whole
         for index in indices:
             facts = known[index]
             closer = None if facts is None else facts.at(level)
@@ -171,16 +169,13 @@ class _Reading:
                 continue
             known[index] = None  # read: its sentences carry their own from here on
             at = (index + 1) * _SLOTS
-            for offset, (label, section, sentence) in enumerate(
-                _read(self.messages[index], self.prompts)
-            ):
-                read.append((at + offset, label, section))
-                sentences.append((sentence, label, facts))
-        # Only the digit searches so far: the rest wait until this level scores them.
-        for (at, label, section), (sentence, _, _), bound in zip(
-            read, sentences, sentence_bounds(sentences), strict=True
-        ):
-            unscored[min(level, bound.most())].append((at, label, section, sentence, bound))
+            sentences = _read(self.messages[index], self.prompts)
+            for offset, (label, section, sentence) in enumerate(sentences):
+                bound = FactBound(sentence, label, within=facts)
+                # Only the digit searches so far: the rest wait until this level scores them.
+                unscored[min(level, bound.most())].append(
+                    (at + offset, label, section, sentence, bound)
+                )
 
     def score(self, level: int) -> None:
         """Score the sentences waiting at `level` whose closer bound still reaches it.

@@ -10,10 +10,8 @@ never searched again for the same family.
 
 from __future__ import annotations
 
-import bisect
 import re
 import string
-from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from langchain_contextkit.compaction.extractive import (
@@ -25,7 +23,7 @@ from langchain_contextkit.compaction.extractive import (
 from langchain_contextkit.compaction.facts import has_decision, is_decided, strip_markup
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
 __all__ = ["FactBound", "score_bound", "tight_bound"]
 
@@ -78,13 +76,7 @@ class FactBound:
     )
 
     def __init__(
-        self,
-        text: str,
-        label: str,
-        *,
-        spaced: bool = False,
-        within: FactBound | None = None,
-        found: tuple[bool, bool, bool] | None = None,
+        self, text: str, label: str, *, spaced: bool = False, within: FactBound | None = None
     ) -> None:
         """Bound `text`, spoken by `label` (as `extractive._score` reads it).
 
@@ -99,28 +91,18 @@ class FactBound:
         did not find in it is not in `text` either (every family's match is a run
         without whitespace, and stripping markup never joins two runs): that search is
         not run again. The bound is the same as without it, only cheaper.
-
-        `found`: what the markup, digit and long-number searches find in `text`, when they
-        ran already (`sentence_bounds`); with markup, they run again on the stripped text.
         """
         # What the whole text holds, read from its own slots (the same class).
         marked, numbers, name = (True, 3, 2) if within is None else within.holds()
-        if found is None:
-            hidden = marked and _MARKUP_START.search(text) is not None
-        else:
-            hidden = marked and found[0]
-            found = None if hidden else found
+        hidden = marked and _MARKUP_START.search(text) is not None
         clean = strip_markup(text) if hidden and not spaced else text
-        if found is not None:
-            digit, long = bool(numbers) and found[1], numbers == _LONG and found[2]
-        else:
-            digit = bool(numbers) and _DIGIT.search(clean) is not None  # none in the whole text
-            long = digit and numbers == _LONG and _long_number(clean)
+        digit = bool(numbers) and _DIGIT.search(clean) is not None  # none in the whole text
         self._text = clean
         self._spaced = spaced
         self._label = label
         self._marked = hidden
         self._within = within
+        long = numbers == _LONG and _long_number(clean)
         self._numbers = (_LONG if long else 1) if digit else 0
         if name == 1:
             self._name = 1  # the whole text is ASCII and holds no name with a digit
@@ -190,27 +172,6 @@ class FactBound:
                 self._named = self._name if found else 0
             else:
                 return high  # everything known: the two are one
-
-
-def sentence_bounds(sentences: Sequence[tuple[str, str, FactBound | None]]) -> list[FactBound]:
-    """`FactBound(text, label, within=within)` of each sentence, searched for digits at once.
-
-    A sentence holds no line break: joined by them, each search runs once over all the
-    sentences (per sentence, its first hit), not once per sentence.
-    """
-    joined = "\n".join(text for text, _, _ in sentences)
-    starts = list(accumulate((len(text) + 1 for text, _, _ in sentences), initial=0))
-    markup, digit = _hits(_MARKUP_RUN, joined, starts), _hits(_DIGIT_RUN, joined, starts)
-    long = _hits(_LONG_RUN, joined, starts) | _hits(_CURRENCY_RUN, joined, starts)
-    return [
-        FactBound(text, label, within=within, found=(i in markup, i in digit, i in long))
-        for i, (text, label, within) in enumerate(sentences)
-    ]
-
-
-def _hits(pattern: re.Pattern[str], joined: str, starts: list[int]) -> set[int]:
-    """The lines of `joined` (starting at `starts`) where `pattern` finds something."""
-    return {bisect.bisect_right(starts, hit.start()) - 1 for hit in pattern.finditer(joined)}
 
 
 def tight_bound(sentence: str, label: str, level: int) -> int:
@@ -285,11 +246,6 @@ _DECISION_STEMS = _stems(
 
 _LONG_NUMBER = re.compile(r"\d(?:[\d.,:/\-]\d|\d%)")
 _CURRENCY_NUMBER = re.compile(r"[$€£¥]\d")
-_MARKUP_RUN = re.compile(_MARKUP_START.pattern + "[^\n]*")
-_DIGIT_RUN = re.compile(_DIGIT.pattern + "[^\n]*")
-_LONG_RUN = re.compile(_LONG_NUMBER.pattern + "[^\n]*")
-_CURRENCY_RUN = re.compile(_CURRENCY_NUMBER.pattern + "[^\n]*")
-# Each finds its pattern, then takes the rest of the line: one hit per line at most.
 """Where `facts.fact_tokens` may find a number of more than two characters: every such
 number holds one of these (two searches: each starts at one kind of character, which
 the regex engine finds far faster than a search whose branches start differently)."""
