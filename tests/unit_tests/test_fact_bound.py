@@ -75,3 +75,26 @@ def test_a_sentence_bounded_within_its_message_is_bounded_the_same(
         assert within.holds() == alone.holds()
         for level in levels:
             assert within.at(level) == alone.at(level)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab 1\t\n\u00a0\u3000\u2028\x85é决", max_size=12))
+def test_the_wide_character_search_is_the_whitespace_free_ascii_test(text: str) -> None:
+    """`_NOT_ASCII` finds nothing exactly where the text without whitespace is ASCII."""
+    expected = "".join(text.split()).isascii()
+    assert (_fact_bound._NOT_ASCII.search(text) is None) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*FRAGMENTS, "Order 4471", "\\fB2\\fR", "<b>", "x²"]), max_size=10),
+    st.sampled_from(["User", "Assistant", "Tool", "Tool (lookup)", "System", "Note"]),
+    st.booleans(),
+)
+def test_a_fresh_bound_before_word_searches_is_at_of_a_level_above_all(
+    words: list[str], label: str, spaced: bool
+) -> None:
+    text = " ".join(words)
+    assert _fact_bound.FactBound(text, label, spaced=spaced).most() == (
+        _fact_bound.FactBound(text, label, spaced=spaced).at(_cold_fold._STATED_BOUND + 1)
+    )
