@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import string
-from typing import TYPE_CHECKING
 
 from langchain_contextkit.compaction.extractive import (
     _DECISION_WEIGHT,
@@ -21,9 +20,6 @@ from langchain_contextkit.compaction.extractive import (
     _STATED_WEIGHT,
 )
 from langchain_contextkit.compaction.facts import has_decision, is_decided, strip_markup
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 __all__ = ["FactBound", "score_bound", "tight_bound"]
 
@@ -161,14 +157,22 @@ class FactBound:
             # What the whole text (`within`) was searched for and does not hold, this
             # text does not hold either: the search is not run again.
             within = (False, False, False) if self._within is None else self._within.absent()
+            # A word list is searched only where one of its stems occurs (in the text as
+            # it is: a stem of several words allows any whitespace between them).
+            text = self._text
             if label == "Assistant" and decided is None:
                 # Worth the most: searched first.
-                self._decided = not within[0] and _found(_DECIDED_STEMS, is_decided, self._clean)
+                self._decided = (
+                    not within[0] and _may_hold(_DECIDED_STEMS, text) and is_decided(self._clean)
+                )
             elif decision is None:
-                found = not within[1] and _found(_DECISION_STEMS, has_decision, self._clean)
+                found = (
+                    not within[1] and _may_hold(_DECISION_STEMS, text) and has_decision(self._clean)
+                )
                 self._decision = _DECISION_WEIGHT if found else 0
             elif named is None:
-                found = not within[2] and _NAME_HINT.search(self._clean) is not None
+                # No whitespace in a name: the text need not be collapsed for it.
+                found = not within[2] and _name_hint(text)
                 self._named = self._name if found else 0
             else:
                 return high  # everything known: the two are one
@@ -193,39 +197,34 @@ _NOT_ASCII = re.compile(r"[^\x00-\x7f\s]")
 """A character outside ASCII that is not whitespace (`\\s` is what `str.split` splits at)."""
 _LONG = 3
 """What numbers of more than two characters may add."""
-_NAME_HINT = re.compile(r"\w[_\-./#:@]+\w|[A-Za-z]\d|[a-z][A-Z]|[A-Z][A-Z]|`")
-"""Found in every text where `facts.has_identifier` finds a name, at a third of its cost
-(no backtracking): a word character, separators and a word character (a path, snake_case,
-an id); a letter and a digit; camelCase; two capitals; a code span's backtick."""
 
 
-def _found(stems: _Stems, search: Callable[[str], bool], text: str) -> bool:
-    """`search(text)`, skipped where none of `stems` occurs (it cannot match then).
+def _may_hold(stems: _Stems, text: str) -> bool:
+    """Whether one of `stems` occurs in `text`, letter case and whitespace aside.
 
-    Every match of the word lists (`facts.is_decided`, `facts.has_decision`) holds one
-    of its stems, letter case aside, and a few substring tests are far cheaper than the
-    word lists' pattern. In text that is not ASCII, one pattern of the stems finds them
-    (it skips to their first letters, rare there); letter case aside, the word lists
-    also take four letters outside ASCII for ASCII ones: they are mapped to them first.
+    Every match of a word list (`facts.is_decided`, `facts.has_decision`) holds one of
+    its stems (its words, one space apart in the collapsed text the list reads), and a
+    few substring tests are far cheaper than the list's pattern: where they find none,
+    it cannot match. In ASCII text, a stem of several words is taken as found where each
+    of its words is. Elsewhere one pattern finds the stems (it skips to their first
+    letters, rare there); letter case aside, the word lists also take four letters
+    outside ASCII for ASCII ones: they are mapped to them first.
     """
     lowered = text.lower()
     if text.isascii():
-        if not any(stem in lowered for stem in stems[0]):
-            return False
-    else:
-        # "İ" lowers to "i" and a combining dot; the dotless "ı" and the long "ſ" stay.
-        lowered = lowered.replace("\u0307", "").replace("\u0131", "i").replace("\u017f", "s")
-        if stems[1].search(lowered) is None:
-            return False
-    return search(text)
+        return any(all(word in lowered for word in stem) for stem in stems[0])
+    # "İ" lowers to "i" and a combining dot; the dotless "ı" and the long "ſ" stay.
+    lowered = lowered.replace("\u0307", "").replace("\u0131", "i").replace("\u017f", "s")
+    return stems[1].search(lowered) is not None
 
 
-_Stems = tuple[tuple[str, ...], re.Pattern[str]]
-"""The English stems of a word list, and a pattern finding any of its stems."""
+_Stems = tuple[tuple[tuple[str, ...], ...], re.Pattern[str]]
+"""The English stems of a word list (each as its words), and a pattern finding any stem."""
 
 
 def _stems(*stems: str) -> _Stems:
-    return tuple(s for s in stems if s.isascii()), re.compile("|".join(stems))
+    english = tuple(tuple(stem.split()) for stem in stems if stem.isascii())
+    return english, re.compile("|".join(stem.replace(" ", r"\s+") for stem in stems))
 
 
 _DECIDED_STEMS = _stems(
@@ -278,3 +277,34 @@ _CLASSES = str.maketrans(
     }
 )
 """Every ASCII character as its class: a letter "a", a digit "d", a separator "s"."""
+
+
+def _name_hint(text: str) -> bool:
+    """True in every text where `facts.has_identifier` finds a name, at a fraction of its cost.
+
+    Found: a word character, separators and a word character (a path, snake_case, an
+    id); a letter and a digit or a capital (an id, camelCase, two capitals); a code
+    span's backtick. Each is searched from the character it cannot do without: the
+    separator (rare), the backtick; in ASCII text, letters and digits are mapped to one
+    character per class and their pairs found as substrings.
+    """
+    if "`" in text or _SEPARATED.search(text) is not None:
+        return True
+    if text.isascii():
+        classes = text.translate(_CASES)
+        return "ld" in classes or "lu" in classes or "ud" in classes or "uu" in classes
+    return _LETTER_PAIR.search(text) is not None
+
+
+_SEPARATED = re.compile(r"[_\-./#:@](?<=\w[_\-./#:@])[_\-./#:@]*\w")
+"""A word character, separators, a word character: found from its first separator."""
+_LETTER_PAIR = re.compile(r"[A-Za-z][\dA-Z]")
+_CASES = str.maketrans(
+    {
+        **dict.fromkeys(range(128), " "),
+        **dict.fromkeys(map(ord, string.ascii_lowercase), "l"),
+        **dict.fromkeys(map(ord, string.ascii_uppercase), "u"),
+        **dict.fromkeys(map(ord, string.digits), "d"),
+    }
+)
+"""Every ASCII character as its class: a lower-case letter "l", a capital "u", a digit "d"."""
