@@ -212,19 +212,24 @@ def _may_hold(stems: _Stems, text: str) -> bool:
     """
     lowered = text.lower()
     if text.isascii():
-        return any(all(word in lowered for word in stem) for stem in stems[0])
+        words, phrases, _ = stems
+        holds = lowered.__contains__
+        return any(map(holds, words)) or any(all(map(holds, p)) for p in phrases)
     # "İ" lowers to "i" and a combining dot; the dotless "ı" and the long "ſ" stay.
     lowered = lowered.replace("\u0307", "").replace("\u0131", "i").replace("\u017f", "s")
-    return stems[1].search(lowered) is not None
+    return stems[2].search(lowered) is not None
 
 
-_Stems = tuple[tuple[tuple[str, ...], ...], re.Pattern[str]]
-"""The English stems of a word list (each as its words), and a pattern finding any stem."""
+_Stems = tuple[tuple[str, ...], tuple[tuple[str, ...], ...], re.Pattern[str]]
+"""A word list's English stems of one word, those of several (as their words), and a
+pattern finding any of its stems."""
 
 
 def _stems(*stems: str) -> _Stems:
-    english = tuple(tuple(stem.split()) for stem in stems if stem.isascii())
-    return english, re.compile("|".join(stem.replace(" ", r"\s+") for stem in stems))
+    english = [stem for stem in stems if stem.isascii()]
+    words = tuple(stem for stem in english if " " not in stem)
+    phrases = tuple(tuple(stem.split()) for stem in english if " " in stem)
+    return words, phrases, re.compile("|".join(stem.replace(" ", r"\s+") for stem in stems))
 
 
 _DECIDED_STEMS = _stems(
