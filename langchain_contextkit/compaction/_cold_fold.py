@@ -74,7 +74,9 @@ def _bound(message: BaseMessage, facts: FactBound | None) -> int:
         return _STATED_BOUND
     if message.type != "ai":
         return _PLAIN_BOUND
-    text = str(message.text)
+    text = _plain(message)[1]
+    if not text:
+        return _PLAIN_BOUND  # a bare tool call: no words to decide anything
     if "\n" in text or "  " in text or "\t" in text:
         text = " ".join(text.split())  # as in a sentence: a decision's words one space apart
     # Markup may hide a decision's words (`score_bound` assumes it does).
@@ -169,7 +171,13 @@ class _Reading:
                 continue
             known[index] = None  # read: its sentences carry their own from here on
             at = (index + 1) * _SLOTS
-            sentences = _read(self.messages[index], self.prompts)
+            message = self.messages[index]
+            label, text = _plain(message)
+            # Known plain (`_message_facts`): no second look for other line breaks.
+            if facts is not None and label is not None:
+                sentences = _read_plain(label, text)
+            else:
+                sentences = _read(message, self.prompts)
             for offset, (label, section, sentence) in enumerate(sentences):
                 bound = FactBound(sentence, label, within=facts)
                 # Only the digit searches so far: the rest wait until this level scores them.
@@ -200,6 +208,11 @@ def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
     label, text = _plain(message)
     if label is None or _other_breaks(text):
         return _parsed(render_transcript([message]), prompts)  # other line breaks, calls
+    return _read_plain(label, text)
+
+
+def _read_plain(label: str, text: str) -> Iterable[_Sentence]:
+    """The sentences of a plain message's `text` (`_read`: no tool call, only newlines)."""
     if _ANY_MARKUP_LINE.search(text) is None:
         # Line breaks end sentences anyway (`facts.split_sentences`): with no line to
         # skip, the whole text splits into the same sentences in one call.
