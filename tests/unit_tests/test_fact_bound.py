@@ -1,4 +1,4 @@
-"""The cheaper searches of `compaction._fact_bound` find what the patterns they replace find."""
+"""The cold fold's cheaper searches (`_fact_bound`, `_cold_fold`) find what the old ones find."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_contextkit.compaction import _cold_fold, _fact_bound
 from langchain_contextkit.compaction.extractive import ExtractiveSummarizer
-from langchain_contextkit.compaction.facts import has_decision, is_decided
+from langchain_contextkit.compaction.facts import has_decision, is_decided, split_sentences
 
 # The patterns the fold used before: the cheaper forms must agree with them everywhere.
 OLD_NAME_DIGIT_HINT = re.compile(r"(?<![A-Za-z])[A-Za-z][A-Za-z_\-./#:@]*+\d|`")
@@ -109,3 +109,9 @@ def test_a_fresh_bound_before_word_searches_is_at_of_a_level_above_all(
     assert _fact_bound.FactBound(text, label, spaced=spaced).most() == (
         _fact_bound.FactBound(text, label, spaced=spaced).at(_cold_fold._STATED_BOUND + 1)
     )
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.text(alphabet="ab .!?。！？；\n\t\r\u3000\u2028x", max_size=24))
+def test_the_folds_sentence_split_is_the_summarisers(text: str) -> None:
+    assert _cold_fold._split(text) == split_sentences(text)
