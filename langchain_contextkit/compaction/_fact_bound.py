@@ -98,7 +98,7 @@ class FactBound:
         self._label = label
         self._marked = hidden
         self._within = within
-        long = numbers == _LONG and _long_number(clean)
+        long = digit and numbers == _LONG and _long_number(clean)
         self._numbers = (_LONG if long else 1) if digit else 0
         if name == 1:
             self._name = 1  # the whole text is ASCII and holds no name with a digit
