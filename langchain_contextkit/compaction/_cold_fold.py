@@ -17,7 +17,7 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.compaction._fact_bound import FactBound
+from langchain_contextkit.compaction._fact_bound import FactBound, First, first_bound, first_facts
 from langchain_contextkit.compaction.extractive import (
     _MARKUP_START,
     ExtractiveSummarizer,
@@ -178,10 +178,11 @@ class _Reading:
             else:
                 sentences = _read(message, self.prompts)
             for offset, (label, section, sentence) in enumerate(sentences):
-                bound = FactBound(sentence, label, within=facts)
-                # Only the digit searches so far: the rest wait until this level scores them.
-                unscored[min(level, bound.most())].append(
-                    (at + offset, label, section, sentence, bound)
+                # Only the digit searches so far: the rest wait until this level scores
+                # them, and the bound that holds them is built then (most never are).
+                first = first_facts(sentence, within=facts)
+                unscored[min(level, first_bound(first, label))].append(
+                    (at + offset, label, section, sentence, first, facts)
                 )
 
     def score(self, level: int) -> None:
@@ -190,11 +191,14 @@ class _Reading:
         The others wait at that bound.
         """
         for parsed in self.unscored.pop(level, ()):
-            closer = parsed[4].at(level)
+            at, label, section, sentence, bound, whole = parsed
+            if not isinstance(bound, FactBound):
+                bound = FactBound(sentence, label, within=whole, first=bound)
+            closer = bound.at(level)
             if closer < level:
-                self.unscored[closer].append(parsed)
+                self.unscored[closer].append((at, label, section, sentence, bound, whole))
             else:
-                self.scored.append(_scored(*parsed[:4]))
+                self.scored.append(_scored(at, label, section, sentence))
 
 
 def _read(message: BaseMessage, prompts: PromptRegistry) -> Iterable[_Sentence]:
@@ -291,8 +295,9 @@ _PLAIN_LABELS = {"human": "User", "ai": "Assistant"}
 _ANY_MARKUP_LINE = re.compile(_MARKUP_LINE.pattern, re.MULTILINE)
 """Finds every line `facts.is_markup_line` would skip (and perhaps a few more)."""
 _Sentence = tuple[str, "RecapSection | None", str]
-_Parsed = tuple[int, str, "RecapSection | None", str, FactBound]
-"""A sentence read but not scored: position, speaker, section, text, what it may score."""
+_Parsed = tuple[int, str, "RecapSection | None", str, "FactBound | First", "FactBound | None"]
+"""A sentence read but not scored: position, speaker, section, text, what it may score
+(its bound, or what the first searches found), its message's bound."""
 
 
 _POSITION = operator.attrgetter("position")

@@ -21,7 +21,7 @@ from langchain_contextkit.compaction.extractive import (
 )
 from langchain_contextkit.compaction.facts import has_decision, is_decided, strip_markup
 
-__all__ = ["FactBound", "score_bound", "tight_bound"]
+__all__ = ["FactBound", "First", "first_bound", "first_facts", "score_bound", "tight_bound"]
 
 
 def score_bound(sentence: str, label: str) -> int:
@@ -72,43 +72,29 @@ class FactBound:
     )
 
     def __init__(
-        self, text: str, label: str, *, spaced: bool = False, within: FactBound | None = None
+        self,
+        text: str,
+        label: str,
+        *,
+        spaced: bool = False,
+        within: FactBound | None = None,
+        first: First | None = None,
     ) -> None:
         """Bound `text`, spoken by `label` (as `extractive._score` reads it).
 
-        `spaced`: `text` may hold runs of whitespace that its sentences do not (a whole
-        message); the searches for words (decisions) then read it collapsed, one space
-        between words, as a sentence holds them. A spaced text with markup is not
-        stripped (its sentences are, one by one): its digits bound theirs, since markup
-        becomes a space and never joins two digits, but words may join, so its
-        decisions and names are taken as found, never searched.
-
-        `within`: the bound of a spaced text that `text` is a sentence of. What a search
-        did not find in it is not in `text` either (every family's match is a run
-        without whitespace, and stripping markup never joins two runs): that search is
-        not run again. The bound is the same as without it, only cheaper.
+        `spaced`, `within`: as `first_facts` reads them. `first`: what `first_facts` found
+        in `text` already (with the same `spaced` and `within`): not searched again.
         """
-        # What the whole text holds, read from its own slots (the same class).
-        marked, numbers, name = (True, 3, 2) if within is None else within.holds()
-        hidden = marked and _MARKUP_START.search(text) is not None
-        clean = strip_markup(text) if hidden and not spaced else text
-        digit = bool(numbers) and _DIGIT.search(clean) is not None  # none in the whole text
+        clean, hidden, numbers, name = (
+            first_facts(text, spaced=spaced, within=within) if first is None else first
+        )
         self._text = clean
         self._spaced = spaced
         self._label = label
         self._marked = hidden
         self._within = within
-        long = digit and numbers == _LONG and _long_number(clean)
-        self._numbers = (_LONG if long else 1) if digit else 0
-        if name == 1:
-            self._name = 1  # the whole text is ASCII and holds no name with a digit
-        # Whitespace apart (a spaced text's may not be ASCII), the text is ASCII or not.
-        elif not (clean.isascii() or (spaced and _NOT_ASCII.search(clean) is None)):
-            self._name = 2  # a name's digit may be any Unicode digit
-        elif digit and _name_digit_hint(clean):
-            self._name = 2
-        else:
-            self._name = 1
+        self._numbers = numbers
+        self._name = name
         self._decision: int | None = None  # unknown yet: 0 or `_DECISION_WEIGHT`
         self._named: int | None = None  # unknown yet: 0 or `_name`
         self._decided: bool | None = None  # unknown yet (an assistant's decision)
@@ -176,6 +162,48 @@ class FactBound:
                 self._named = self._name if found else 0
             else:
                 return high  # everything known: the two are one
+
+
+First = tuple[str, bool, int, int]
+"""What the first searches find in a text: the text the word searches read (markup
+stripped), whether it has markup, what its numbers and its names may add to a score."""
+
+
+def first_facts(text: str, *, spaced: bool = False, within: FactBound | None = None) -> First:
+    """The first, quick searches of `text` (markup, digits, ASCII): `FactBound` refines them.
+
+    `spaced`: `text` may hold runs of whitespace that its sentences do not (a whole
+    message); the searches for words (decisions) then read it collapsed, one space
+    between words, as a sentence holds them. A spaced text with markup is not stripped
+    (its sentences are, one by one): its digits bound theirs, since markup becomes a
+    space and never joins two digits, but words may join, so its decisions and names
+    are taken as found, never searched.
+
+    `within`: the bound of a spaced text that `text` is a sentence of. What a search did
+    not find in it is not in `text` either (every family's match is a run without
+    whitespace, and stripping markup never joins two runs): that search is not run
+    again. The bound is the same as without it, only cheaper.
+    """
+    # What the whole text holds, read from its own slots (the same class).
+    marked, numbers, name = (True, _LONG, 2) if within is None else within.holds()
+    hidden = marked and _MARKUP_START.search(text) is not None
+    clean = strip_markup(text) if hidden and not spaced else text
+    digit = bool(numbers) and _DIGIT.search(clean) is not None  # none in the whole text
+    long = digit and numbers == _LONG and _long_number(clean)
+    numbers = (_LONG if long else 1) if digit else 0
+    if name == 1:
+        pass  # the whole text is ASCII and holds no name with a digit
+    # Whitespace apart (a spaced text's may not be ASCII), the text is ASCII or not.
+    elif not (clean.isascii() or (spaced and _NOT_ASCII.search(clean) is None)):
+        name = 2  # a name's digit may be any Unicode digit
+    else:
+        name = 2 if digit and _name_digit_hint(clean) else 1
+    return clean, hidden, numbers, name
+
+
+def first_bound(first: First, label: str) -> int:
+    """`FactBound(..., first=first).most()`, without the bound."""
+    return _bound_of(first[2] + _DECISION_WEIGHT + first[3], label, decided=None)
 
 
 def tight_bound(sentence: str, label: str, level: int) -> int:
