@@ -58,17 +58,16 @@ _PLAIN_BOUND = 7
 _TOOL_BOUND = 6
 
 
-def _bound(message: BaseMessage, facts: FactBound | None) -> int:
+def _bound(message: BaseMessage) -> int:
     """The best score any sentence of `message` can reach: read the best ones first.
 
     The user's statements may reach the most, and an assistant's only where it states
-    a decision (`_fact_bound.score_bound`). `facts`: the message's own (`_message_facts`).
+    a decision (`_fact_bound.score_bound`). For a message read through its transcript
+    (tool calls, other line breaks), or a tool's; a plain one has its own facts
+    (`_message_first`).
     """
     if message.type == "tool":
         return _TOOL_BOUND  # a tool's output is long: not even searched unless needed
-    if facts is not None:
-        # The quick searches only (digits): the costly ones run when the message's turn comes.
-        return min(facts.most(), _STATED_BOUND)
     if message.type == "human":
         return _STATED_BOUND
     if message.type != "ai":
@@ -146,13 +145,19 @@ class _Reading:
         self.messages = messages
         self.prompts = prompts
         self.scored: list[RecapLine] = []
-        # What each message's text is known to hold, kept while it waits for its level.
-        self.known: list[FactBound | None] = []
+        # What each message's text is known to hold, kept while it waits for its level
+        # (what the first searches found; its bound once its level first comes).
+        self.known: list[FactBound | _Waiting | None] = []
         self.unread: defaultdict[int, list[int]] = defaultdict(list)  # bound -> indices
+        known, unread = self.known, self.unread
         for index, message in enumerate(messages):
-            facts = None if message.type == "tool" else _message_facts(message)
-            self.known.append(facts)
-            self.unread[_bound(message, facts)].append(index)
+            waiting = None if message.type == "tool" else _message_first(message)
+            known.append(waiting)
+            if waiting is None:
+                unread[_bound(message)].append(index)
+            else:
+                # The quick searches only (digits): the costly ones run when its turn comes.
+                unread[min(first_bound(*waiting), _STATED_BOUND)].append(index)
         self.unscored: defaultdict[int, list[_Parsed]] = defaultdict(list)  # bound -> sentences
 
     def read(self, indices: Sequence[int], level: int) -> None:
@@ -164,6 +169,8 @@ class _Reading:
         known, unscored = self.known, self.unscored
         for index in indices:
             facts = known[index]
+            if isinstance(facts, tuple):
+                facts = known[index] = FactBound(facts[0][0], facts[1], spaced=True, first=facts[0])
             closer = None if facts is None else facts.at(level)
             if closer is not None and closer < level:
                 self.unread[closer].append(index)
@@ -171,10 +178,10 @@ class _Reading:
             known[index] = None  # read: its sentences carry their own from here on
             at = (index + 1) * _SLOTS
             message = self.messages[index]
-            label, text = _plain(message)
-            # Known plain (`_message_facts`): no second look for other line breaks.
-            if facts is not None and label is not None:
-                sentences = _read_plain(label, text)
+            speaker, text = _plain(message)
+            # Known plain (`_message_first`): no second look for other line breaks.
+            if facts is not None and speaker is not None:
+                sentences = _read_plain(speaker, text)
             else:
                 sentences = _read(message, self.prompts)
             for offset, (label, section, sentence) in enumerate(sentences):
@@ -265,6 +272,21 @@ def _closer_bound(message: BaseMessage, level: int) -> int | None:
     """At least the score of every sentence `_read` finds in `message`, as far as `level`."""
     facts = _message_facts(message)
     return None if facts is None else facts.at(level)
+
+
+def _message_first(message: BaseMessage) -> _Waiting | None:
+    """What the first searches find in a plain message's text, and its speaker (else None).
+
+    As `_message_facts`, without the bound: most messages never need it.
+    """
+    label, text = _plain(message)
+    if label is None or _other_breaks(text):
+        return None
+    return first_facts(text, spaced=True), label
+
+
+_Waiting = tuple["First", str]
+"""A plain message waiting for its level: what the first searches found, its speaker."""
 
 
 def _message_facts(message: BaseMessage) -> FactBound | None:
