@@ -101,11 +101,6 @@ class FactBound:
         if hidden and spaced:  # the most each word family may add: never searched
             self._decision, self._named, self._decided = _DECISION_WEIGHT, self._name, True
 
-    def most(self) -> int:
-        """The bound before any word is searched (digits only): `at` of a level above all."""
-        high = self._numbers + _DECISION_WEIGHT + self._name
-        return _bound_of(high, self._label, decided=None)
-
     def holds(self) -> tuple[bool, int, int]:
         """Whether the text has markup, what its numbers and names may add (for a sentence)."""
         return self._marked, self._numbers, self._name
@@ -202,7 +197,7 @@ def first_facts(text: str, *, spaced: bool = False, within: FactBound | None = N
 
 
 def first_bound(first: First, label: str) -> int:
-    """`FactBound(..., first=first).most()`, without the bound."""
+    """The bound before any word is searched: `FactBound.at` of a level above all scores."""
     return _bound_of(first[2] + _DECISION_WEIGHT + first[3], label, decided=None)
 
 
@@ -295,7 +290,7 @@ def _name_digit_hint(text: str) -> bool:
     its last letter is followed by separators only and a digit; or it is a code span.
     Letters, digits and separators are mapped to one character each and the separators
     dropped: a letter directly before a digit is then a plain substring search, several
-    times cheaper than the pattern that says the same (`tests/.../test_cold_fold.py`).
+    times cheaper than the pattern that says the same (`test_fact_bound.py` compares them).
     (Whitespace that is not ASCII passes through unmapped: it is none of the three.)
     """
     return "`" in text or "ad" in text.translate(_CLASSES).replace("s", "")

@@ -106,7 +106,8 @@ def test_a_fresh_bound_before_word_searches_is_at_of_a_level_above_all(
     words: list[str], label: str, spaced: bool
 ) -> None:
     text = " ".join(words)
-    assert _fact_bound.FactBound(text, label, spaced=spaced).most() == (
+    first = _fact_bound.first_facts(text, spaced=spaced)
+    assert _fact_bound.first_bound(first, label) == (
         _fact_bound.FactBound(text, label, spaced=spaced).at(_cold_fold._STATED_BOUND + 1)
     )
 
