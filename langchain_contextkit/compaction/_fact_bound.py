@@ -13,13 +13,20 @@ from __future__ import annotations
 import re
 import string
 
+from langchain_contextkit.compaction._word_stems import pattern_stems
 from langchain_contextkit.compaction.extractive import (
     _DECISION_WEIGHT,
     _MARKUP_START,
     _MAX_FACT_WEIGHT,
     _STATED_WEIGHT,
 )
-from langchain_contextkit.compaction.facts import has_decision, is_decided, strip_markup
+from langchain_contextkit.compaction.facts import (
+    _DECIDED,
+    _DECISION,
+    has_decision,
+    is_decided,
+    strip_markup,
+)
 
 __all__ = ["FactBound", "First", "first_bound", "first_facts", "score_bound", "tight_bound"]
 
@@ -248,26 +255,22 @@ _Stems = tuple[tuple[str, ...], tuple[tuple[str, ...], ...], re.Pattern[str]]
 pattern finding any of its stems."""
 
 
-def _stems(*stems: str) -> _Stems:
+def _stems(stems: tuple[str, ...] | None) -> _Stems:
+    """The `_Stems` of a word list's stems (`pattern_stems`); None: every text may match."""
+    if stems is None:  # an alternative without a stem: the list is always searched
+        return ("",), (), re.compile("")
+    stems = tuple(" ".join(stem.split()) for stem in stems)
     english = [stem for stem in stems if stem.isascii()]
     words = tuple(stem for stem in english if " " not in stem)
     phrases = tuple(tuple(stem.split()) for stem in english if " " in stem)
-    return words, phrases, re.compile("|".join(stem.replace(" ", r"\s+") for stem in stems))
+    either = (r"\s+".join(map(re.escape, stem.split(" "))) for stem in stems)
+    return words, phrases, re.compile("|".join(either))
 
 
-_DECIDED_STEMS = _stems(
-    "deci", "agree", "conclu", "chose", "opted", "approved", "rejected", "resolved",
-    "settled on", "with", "cause", "in summary", "the answer is", "turns out", "therefore",
-    "thus", "hence", "confirmed", "决定", "结论", "确认", "同意", "采用", "选定", "批准",
-    "否决", "因此", "所以", "原因是", "结果是", "定为", "最终",
-)  # fmt: skip
+# Read off the word lists' own patterns: a word added there is covered here.
+_DECIDED_STEMS = _stems(pattern_stems(_DECIDED.ascii.pattern))
 """A part of every match of `facts.is_decided`."""
-_DECISION_STEMS = _stems(
-    "deci", "agree", "conclu", "therefore", "so we", "must", "will", "shall", "chose",
-    "confirm", "resolv", "cause", "result", "fixed", "approved", "rejected", "deadline",
-    "plan", "next step", "决定", "结论", "确认", "因此", "所以", "必须", "同意", "原因",
-    "结果", "计划", "下一步", "截止",
-)  # fmt: skip
+_DECISION_STEMS = _stems(pattern_stems(_DECISION.ascii.pattern))
 """A part of every match of `facts.has_decision`."""
 
 
