@@ -170,7 +170,7 @@ class _Reading:
         for index in indices:
             facts = known[index]
             if isinstance(facts, tuple):
-                facts = known[index] = FactBound(facts[0][0], facts[1], spaced=True, first=facts[0])
+                facts = known[index] = _waiting_bound(facts)
             closer = None if facts is None else facts.at(level)
             if closer is not None and closer < level:
                 self.unread[closer].append(index)
@@ -289,6 +289,12 @@ _Waiting = tuple["First", str]
 """A plain message waiting for its level: what the first searches found, its speaker."""
 
 
+def _waiting_bound(waiting: _Waiting) -> FactBound:
+    """The bound of a message that waited with its first searches (`_message_first`)."""
+    first, label = waiting
+    return FactBound(first[0], label, spaced=True, first=first)
+
+
 def _message_facts(message: BaseMessage) -> FactBound | None:
     """The families of facts of `message`'s whole text, bounding every sentence `_read` finds.
 
@@ -296,12 +302,11 @@ def _message_facts(message: BaseMessage) -> FactBound | None:
     a sentence is a piece of it between spaces or after CJK punctuation, so what a search
     finds in a sentence it finds in the whole text (whitespace collapsed, as a sentence's
     is). With markup, the digits alone (`FactBound`). Not for a message read through
-    its transcript (calls, other line breaks): None.
+    its transcript (calls, other line breaks): None. Built as the fold builds it (its
+    tests read the fold's bounds through this).
     """
-    label, text = _plain(message)
-    if label is None or _other_breaks(text):
-        return None
-    return FactBound(text, label, spaced=True)
+    waiting = _message_first(message)
+    return None if waiting is None else _waiting_bound(waiting)
 
 
 def _other_breaks(text: str) -> bool:
