@@ -31,6 +31,7 @@ from langchain_contextkit.compaction.facts import (
     _MARKUP_LINE,
     is_decided,
     is_markup_line,
+    split_sentences,
 )
 from langchain_contextkit.compaction.recap_format import render_transcript
 from langchain_contextkit.prompts import FIDELITIES
@@ -226,36 +227,15 @@ def _read_plain(label: str, text: str) -> Iterable[_Sentence]:
     if _ANY_MARKUP_LINE.search(text) is None:
         # Line breaks end sentences anyway (`facts.split_sentences`): with no line to
         # skip, the whole text splits into the same sentences in one call.
-        return ((label, None, sentence) for sentence in _split(text))
+        return ((label, None, sentence) for sentence in split_sentences(text))
     lines = text.split("\n")
     lines[0] = lines[0].lstrip()  # what the speaker pattern leaves after "Role: "
     return (
         (label, None, sentence)
         for line in lines
         if not is_markup_line(line)
-        for sentence in _split(line)
+        for sentence in split_sentences(line)
     )
-
-
-def _split(text: str) -> list[str]:
-    """`facts.split_sentences(text)`, at less than half its cost.
-
-    A sentence ends after Latin punctuation followed by whitespace, after CJK
-    punctuation, and at a line break: a line break is put after each such punctuation
-    mark (one search that skips to them) and the text split at line breaks, each piece
-    with its whitespace collapsed. The pattern it replaces tries two look-behinds at
-    every character.
-    """
-    out = []
-    for piece in _SENTENCE_END.sub("\\g<0>\n", text).split("\n"):
-        sentence = " ".join(piece.split())
-        if sentence:
-            out.append(sentence)
-    return out
-
-
-_SENTENCE_END = re.compile(r"[.!?。！？；](?:(?<=[.!?])(?=\s)|(?<=[。！？；]))")
-"""The punctuation that ends a sentence (`facts.split_sentences`), found from itself."""
 
 
 def _plain(message: BaseMessage) -> tuple[str | None, str]:

@@ -38,7 +38,9 @@ __all__ = [
 
 # Sentence ends: Latin punctuation followed by whitespace, CJK punctuation anywhere, and
 # line breaks.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
+_SENTENCE_END = re.compile(r"[.!?。！？；](?:(?<=[.!?])(?=\s)|(?<=[。！？；]))")
+"""The punctuation that ends a sentence: Latin before whitespace, CJK anywhere. Found from
+the mark itself: a pattern of look-behinds (after which mark?) is tried at every character."""
 
 # Numbers with their inner separators, so "2024-03-05", "1,250.50", "12:30" and "85%" stay
 # one token each; a leading currency sign is kept.
@@ -154,8 +156,13 @@ def _salient(text: str) -> tuple[str, ...]:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split text into sentences, whitespace collapsed; empty pieces are dropped."""
-    pieces = (" ".join(piece.split()) for piece in _SENTENCE_END.split(text))
+    """Split text into sentences, whitespace collapsed; empty pieces are dropped.
+
+    A sentence ends after Latin punctuation followed by whitespace, after CJK
+    punctuation, and at a line break: a line break is put after each such mark and the
+    text split at line breaks.
+    """
+    pieces = (" ".join(piece.split()) for piece in _SENTENCE_END.sub("\\g<0>\n", text).split("\n"))
     return [piece for piece in pieces if piece]
 
 
