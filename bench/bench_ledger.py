@@ -29,9 +29,11 @@ count_tokens_approximately, strategy="last", start_on="human", include_system=Tr
 4. (issue 32) Cold starts: summariser calls and characters of a fresh `create_agent` worker
    (stateless) on a 2,000-message thread at 8k, and of three workers one after another on
    one `InMemoryStore`; a cold `summaries="extractive"` call on 10,000 messages beside the
-   anchor's firing call on the same history; the middleware's steady time per model call
-   (20 turns after a seeded 2,000- or 10,000-message history) as a share of the
-   `create_agent` turn without the middleware, stateless and with `InMemorySaver`. Both
+   anchor's firing call on the same history (and, shown, the same call in a process that has
+   counted every text already: what counting the aged-out part costs); the middleware's
+   steady time per model call (20 turns after a seeded 2,000- or 10,000-message history) as
+   a share of the `create_agent` turn without the middleware, stateless and with
+   `InMemorySaver`. Both
    sides of that share are CPU time, not wall time (on a shared machine another process's
    work would land on either side): the turn's is the process's (`time.process_time`, every
    thread: LangGraph writes a step's checkpoint in the background while the next node
@@ -83,9 +85,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _agent_script as script
 import corpus
 
-from langchain_contextkit import count_tokens, tiktoken_counter
+from langchain_contextkit import count_each, count_tokens, tiktoken_counter
 from langchain_contextkit.agents.middleware import LEDGER_KEY, ContextKitMiddleware
 from langchain_contextkit.testing import ScriptedChatModel
+from langchain_contextkit.tokens import message_token_costs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -610,11 +613,21 @@ def run_workers(n: int, window: int, workers: int, *, shared: bool) -> Cold:
     return out
 
 
-def cold_extractive(n: int, window: int, reps: int) -> tuple[list[float], list[float], bool]:
-    """Cold `summaries="extractive"` calls and the anchor's firing calls, interleaved (ms)."""
+def cold_extractive(
+    n: int, window: int, reps: int, *, counts_known: bool = False
+) -> tuple[list[float], list[float], bool]:
+    """Cold `summaries="extractive"` calls and the anchor's firing calls, interleaved (ms).
+
+    `counts_known`: the process has counted every text of the history already (from a copy),
+    all else cold: what the call would cost if it never counted the part that ages out.
+    """
     ours_ms, anchor_ms, fired_all = [], [], True
     for rep in range(reps):
-        blob = pickle.dumps(Chat(f"extractive/{rep}").history(n))
+        blob = pickle.dumps(Chat(f"extractive/{rep}{'/known' if counts_known else ''}").history(n))
+        if counts_known:
+            copy = fresh(blob, "counted")
+            message_token_costs(copy, by_object=False)
+            count_each([m.content for m in copy if isinstance(m.content, str)])
         model = summary_model(window)
         mw = cast("TimedKit", TimedKit.for_model(model, summaries="extractive"))
         messages = fresh(blob, f"x{rep}")
@@ -713,7 +726,10 @@ class _ShareLoop:
 
 
 def report_cold(
-    cold: Cold, shared: Cold, extractive: tuple[list[float], list[float], bool]
+    cold: Cold,
+    shared: Cold,
+    extractive: tuple[list[float], list[float], bool],
+    known: tuple[list[float], list[float], bool],
 ) -> None:
     rows = [
         (
@@ -732,13 +748,16 @@ def report_cold(
         ("run", "summariser calls", "chars sent", "ms"),
         rows,
     )
-    ours, anchor_ms, _ = extractive
     rows = [
         (
-            f"{EXTRACTIVE_N:,} msgs at {COLD_WINDOW:,}",
+            f"{EXTRACTIVE_N:,} msgs at {COLD_WINDOW:,}{label}",
             f"{statistics.median(ours):.1f}",
             f"{statistics.median(anchor_ms):.1f}",
             f"{statistics.median(ours) / statistics.median(anchor_ms):.1f}x",
+        )
+        for label, (ours, anchor_ms, _) in (
+            ("", extractive),
+            (", every count known (shown)", known),
         )
     ]
     table(
@@ -859,7 +878,8 @@ def main() -> int:
     cold = run_workers(COLD_N, COLD_WINDOW, 1, shared=False)
     shared = run_workers(COLD_N, COLD_WINDOW, 3, shared=True)
     extractive = cold_extractive(EXTRACTIVE_N, COLD_WINDOW, max(1, args.reps))
-    report_cold(cold, shared, extractive)
+    known = cold_extractive(EXTRACTIVE_N, COLD_WINDOW, max(1, args.reps), counts_known=True)
+    report_cold(cold, shared, extractive, known)
     share_sizes = SHARE_SIZES[:1] if args.quick else SHARE_SIZES
     shares = [s for n in share_sizes for s in run_share(n, SHARE_TURNS)]
     report_shares(shares)
