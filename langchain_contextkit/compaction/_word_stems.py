@@ -9,6 +9,11 @@ its longest run of characters that every match of it holds.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 __all__ = ["pattern_stems"]
 
 _QUANTIFIERS = "?*{"
@@ -49,7 +54,21 @@ def pattern_stems(pattern: str) -> tuple[str, ...] | None:
 
 def _alternatives(pattern: str) -> list[str]:
     """`pattern` split at its top-level bars."""
-    out, depth, start, i = [], 0, 0, 0
+    out, start = [], 0
+    for i, char, depth in _outside_classes(pattern):
+        if char == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+    out.append(pattern[start:])
+    return out
+
+
+def _outside_classes(pattern: str, i: int = 0) -> Iterator[tuple[int, str, int]]:
+    """Each character from `i` that is neither escaped nor in a class.
+
+    Yields its index, itself, and how deep in groups the pattern is after it.
+    """
+    depth = 0
     while i < len(pattern):
         char = pattern[i]
         if char == "\\":
@@ -59,12 +78,8 @@ def _alternatives(pattern: str) -> list[str]:
             i = _class_end(pattern, i)
             continue
         depth += (char == "(") - (char == ")")
-        if char == "|" and depth == 0:
-            out.append(pattern[start:i])
-            start = i + 1
+        yield i, char, depth
         i += 1
-    out.append(pattern[start:])
-    return out
 
 
 def _unanchored(alternative: str) -> str:
@@ -126,20 +141,7 @@ def _after_quantifier(pattern: str, i: int) -> int:
 
 def _group_end(pattern: str, i: int) -> int:
     """Past the group that opens at `i`."""
-    depth = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = _class_end(pattern, i)
-            continue
-        depth += (char == "(") - (char == ")")
-        i += 1
-        if depth == 0:
-            return i
-    return i
+    return next((j + 1 for j, _, depth in _outside_classes(pattern, i) if depth == 0), len(pattern))
 
 
 def _class_end(pattern: str, i: int) -> int:
