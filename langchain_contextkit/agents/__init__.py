@@ -11,7 +11,7 @@
 - `LedgerWriter` / `LedgerCallbackHandler`: the ledgers as JSON lines.
 """
 
-from langchain_contextkit.agents.assembler import WindowAssembler
+from langchain_contextkit.agents.plan import WindowAssembler
 from langchain_contextkit.agents.ledger import CallLedger
 from langchain_contextkit.agents.ledger_log import LedgerCallbackHandler, LedgerWriter
 from langchain_contextkit.agents.middleware import CompactionMiddleware, ContextKitMiddleware

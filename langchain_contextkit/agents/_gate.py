@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from langchain_core.messages import BaseMessage
 
-    from langchain_contextkit.agents.assembler import WindowAssembly
+    from langchain_contextkit.agents.plan import WindowAssembly
 
 __all__ = ["GateLike", "GateOutcome", "OnGateFail", "check_gate_options", "gated"]
 

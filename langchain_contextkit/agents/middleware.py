@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -32,7 +32,7 @@ from langchain_contextkit.agents.compaction_middleware import (
     CompactionMiddleware,
     checked_compactor,
 )
-from langchain_contextkit.agents.handed_down import handed_down
+from langchain_contextkit.agents.plan import handed_down
 from langchain_contextkit.agents.in_place import InPlaceSummary, exact_counter_for
 from langchain_contextkit.agents.ledger import (
     Anchor,
@@ -50,7 +50,6 @@ from langchain_contextkit.agents.ledger_log import (
 )
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
 from langchain_contextkit.agents.providers import requires_human_first
-from langchain_contextkit.agents.request_layout import sendable_request
 from langchain_contextkit.agents.retrieval_block import CallRetrieval
 from langchain_contextkit.agents.state import (
     LEDGER_KEY,
@@ -85,10 +84,10 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import SystemMessage
+    from langchain_core.messages import AnyMessage, SystemMessage
     from langgraph.store.base import BaseStore
 
-    from langchain_contextkit.agents.assembler import WindowAssembler, WindowAssembly
+    from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly
     from langchain_contextkit.agents.offload import OffloadConfig
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.compaction.recap_store import RecapStore
@@ -597,3 +596,19 @@ def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
         retrieval=call.retrieval,
         recaps=call.recaps,
     )
+
+
+def sendable_request(request: ModelRequest[Any], assembly: WindowAssembly) -> ModelRequest[Any]:
+    """The request to send: the assembled messages, and the output limit it leaves.
+
+    When the output reserve had to shrink (a request that fits only without the full
+    reserve), a model configured to ask for more output tokens than that is asked for
+    the reserve instead: providers refuse a prompt plus a completion over the window.
+    """
+    messages = cast("list[AnyMessage]", assembly.messages)
+    reserve = assembly.ledger.output_reserve
+    asked = request.model_settings.get("max_tokens", getattr(request.model, "max_tokens", None))
+    if isinstance(asked, int) and not isinstance(asked, bool) and asked > reserve:
+        settings = {**request.model_settings, "max_tokens": reserve}
+        return request.override(messages=messages, model_settings=settings)
+    return request.override(messages=messages)

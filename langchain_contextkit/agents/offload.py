@@ -199,9 +199,8 @@ class _Job:
 class ToolResultOffloader:
     """Replace large tool results by head + tail + pointer in a request (see the module).
 
-    Holds two bounded memos: the previews already rendered (so an unchanged message gets
-    the very same view object every call) and the keys already stored (so a result is
-    written once per process).
+    Remembers the keys already stored (a bounded memo), so a result is written once per
+    process.
     """
 
     def __init__(
@@ -216,8 +215,6 @@ class ToolResultOffloader:
         self.config = config
         self.counter = token_counter
         self._lock = threading.Lock()
-        self._tokens: OrderedDict[str, int] = OrderedDict()
-        self._views: OrderedDict[tuple[object, ...], tuple[BaseMessage, int]] = OrderedDict()
         self._stored: OrderedDict[str, None] = OrderedDict()
 
     # -- planning (pure) -------------------------------------------------------------------
@@ -240,7 +237,7 @@ class ToolResultOffloader:
                 continue
             if len(text) <= threshold // 8:  # no counter gives 8+ tokens a character
                 continue
-            tokens = self._count(text)
+            tokens = self.counter(text)
             if tokens <= threshold:
                 continue
             try:
@@ -251,25 +248,11 @@ class ToolResultOffloader:
             jobs.append(_Job(index, key, text, tokens))
         return jobs
 
-    def _count(self, text: str) -> int:
-        known = self._tokens.get(text)
-        if known is None:
-            known = self.counter(text)
-            with self._lock:
-                _remember(self._tokens, text, known)
-        return known
-
     def _preview(self, job: _Job, message: BaseMessage, room: int) -> tuple[BaseMessage, int]:
-        """The view of `message` and its tokens; the same object for the same message."""
+        """The view of `message` and its tokens (a function of the message and the room)."""
         budget = min(self.config.preview_tokens, self.config.threshold(room) // 4)
-        memo = (job.key, budget, message.id, getattr(message, "status", None))
-        known = self._views.get(memo)
-        if known is None:
-            shown, tokens = self._render(job, budget)
-            known = (message.model_copy(update={"content": shown}), tokens)
-            with self._lock:
-                _remember(self._views, memo, known)
-        return known
+        shown, tokens = self._render(job, budget)
+        return message.model_copy(update={"content": shown}), tokens
 
     def _render(self, job: _Job, budget: int) -> tuple[str, int]:
         text = job.text

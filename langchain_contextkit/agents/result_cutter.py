@@ -34,7 +34,6 @@ print(fit.tokens <= 1_500, fit.messages[2].text.splitlines()[0])
 from __future__ import annotations
 
 import logging
-import operator
 import sys
 import threading
 from collections import OrderedDict
@@ -43,19 +42,16 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_contextkit._content_witness import Lineage, vouched
-from langchain_contextkit._same_messages import same_contents, starts_with
 from langchain_contextkit.agents._preview import preview_span, render_preview
 from langchain_contextkit.agents.offload_stores import HiddenSpan, OffloadStore, offload_key
 from langchain_contextkit.tokens import (
     TokenCounter,
-    count_each,
     count_message_tokens,
     count_tokens,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
 __all__ = ["CutTurn", "ResultCutter"]
 
@@ -67,10 +63,6 @@ step is the excess, or twice the step before when that was not enough)."""
 
 _STORED_MEMO = 256
 """Keys a cutter remembers having saved (a result is written once per process)."""
-
-_COUNTED_MEMO = 4_096
-"""Tool results whose tokens a cutter remembers (each history result is checked per call)."""
-
 
 @dataclass(frozen=True, slots=True)
 class CutTurn:
@@ -108,12 +100,7 @@ class ResultCutter:
         self.counter = token_counter
         self.store = store
         self._lock = threading.Lock()
-        self._scanned = threading.local()  # each thread's last `_long_results`
         self._stored: OrderedDict[str, None] = OrderedDict()
-        self._tokens: OrderedDict[str, int] = OrderedDict()
-        self._views: OrderedDict[tuple[int, int, int], tuple[BaseMessage, BaseMessage, int]] = (
-            OrderedDict()
-        )
 
     def cut(self, turn: Sequence[BaseMessage], target: int | None) -> CutTurn | None:
         """`turn` within `target` tokens, or None when even one-line markers do not fit.
@@ -148,96 +135,27 @@ class ResultCutter:
 
         For the history before the current turn: a result the window could never show
         whole is summarised (or carried) as what the model saw of it, not re-read in full
-        on every compaction. The same message gets the same preview object every call.
+        on every compaction. The preview depends on the message alone, so every call
+        shows the same text.
         """
         view = list(messages)
         cut = left_out = 0
-        long = self._long_results(view, threshold // 8)
-        self._count_all(text for _, _, text in long)
-        for index, message, text in long:
-            tokens = self._count(text)
-            if tokens <= threshold:
+        min_chars = threshold // 8  # no counter gives 8+ tokens a character
+        for index, message in enumerate(view):
+            text = message.content
+            if not isinstance(message, ToolMessage) or not isinstance(text, str):
                 continue
-            memo = (id(message), len(text), size)
-            known = self._views.get(memo)
-            if known is None or known[0] is not message:
-                result = _Result(index, text, tokens, _key(message))
-                stored = result.key is not None and self._save(result.key, text)
-                shown = message.model_copy(
-                    update={"content": self._preview(result, size, stored=stored)}
-                )
-                known = (message, shown, tokens - self.counter(shown.text))
-                with self._lock:
-                    self._views[memo] = known
-                    while len(self._views) > _STORED_MEMO:
-                        self._views.popitem(last=False)
-            view[index] = known[1]
-            cut += 1
-            left_out += max(0, known[2])
-        return CutTurn(view, 0, cut, left_out)
-
-    def _long_results(
-        self, messages: list[BaseMessage], min_chars: int
-    ) -> list[tuple[int, ToolMessage, str]]:
-        """The tool results of over `min_chars` characters: `(index, message, text)`.
-
-        No counter gives 8+ tokens a character: shorter results need no count. The last
-        call's list is remembered (per thread): a list that starts with its very objects,
-        each tool result still holding the content it was read with (only those can be
-        long; inside an assembler's call its witness has read them), is read from where it
-        ended.
-        """
-        start, tools, contents, long = 0, [], [], []
-        last: _Scanned | None = getattr(self._scanned, "last", None)
-        if (
-            last is not None
-            and last.min_chars == min_chars
-            and starts_with(messages, last.messages)
-            # A lineage vouched for since it stored them: their contents were read this call.
-            and (
-                (last.lineage is not None and last.lineage is vouched())
-                or same_contents(last.tools, last.contents)
+            if len(text) <= min_chars or (tokens := self.counter(text)) <= threshold:
+                continue
+            result = _Result(index, text, tokens, _key(message))
+            stored = result.key is not None and self._save(result.key, text)
+            shown = message.model_copy(
+                update={"content": self._preview(result, size, stored=stored)}
             )
-        ):
-            start, long = len(last.messages), list(last.long)
-            tools, contents = list(last.tools), list(last.contents)
-        for index in range(start, len(messages)):
-            message = messages[index]
-            if isinstance(message, ToolMessage):
-                text = message.content
-                tools.append(message)
-                contents.append(text)
-                if isinstance(text, str) and len(text) > min_chars:
-                    long.append((index, message, text))
-        self._scanned.last = _Scanned(
-            list(messages), tuple(tools), tuple(contents), min_chars, tuple(long), vouched()
-        )
-        return long
-
-    def _count_all(self, texts: Iterable[str]) -> None:
-        """Count the texts not counted yet, in one batch (`count_each`).
-
-        A cold history's results cost one vectorised pass, not a counter call each.
-        """
-        new = list(dict.fromkeys(t for t in texts if t not in self._tokens))
-        if not new:
-            return
-        counts = count_each(new, self.counter)
-        with self._lock:
-            self._tokens.update(zip(new, counts, strict=True))
-            while len(self._tokens) > _COUNTED_MEMO:
-                self._tokens.popitem(last=False)
-
-    def _count(self, text: str) -> int:
-        """`text`'s tokens, remembered: the history's results are read again every call."""
-        known = self._tokens.get(text)
-        if known is None:
-            known = self.counter(text)
-            with self._lock:
-                self._tokens[text] = known
-                while len(self._tokens) > _COUNTED_MEMO:
-                    self._tokens.popitem(last=False)
-        return known
+            view[index] = shown
+            cut += 1
+            left_out += max(0, tokens - self.counter(shown.text))
+        return CutTurn(view, 0, cut, left_out)
 
     # -- planning --------------------------------------------------------------------------
 
@@ -247,7 +165,7 @@ class ResultCutter:
         if target is not None and total <= target:
             return CutTurn(list(turn), total)
         results = [
-            _Result(index, message.content, self._count(message.content), _key(message))
+            _Result(index, message.content, self.counter(message.content), _key(message))
             for index, message in enumerate(turn)
             if isinstance(message, ToolMessage)
             and isinstance(message.content, str)
@@ -413,17 +331,3 @@ def _all_hidden(text: str) -> HiddenSpan:
     lines = text.count("\n") + (not text.endswith("\n"))
     return HiddenSpan(0, len(text), 1, max(1, lines), lines)
 
-
-_CONTENT = operator.attrgetter("content")
-
-
-@dataclass(frozen=True, slots=True)
-class _Scanned:
-    """A list `_long_results` read: its messages, tool results, their contents, the long."""
-
-    messages: list[BaseMessage]  # a private copy: the call's list may change after
-    tools: tuple[ToolMessage, ...]
-    contents: tuple[object, ...]
-    min_chars: int
-    long: tuple[tuple[int, ToolMessage, str], ...]
-    lineage: Lineage | None  # the lineage vouched for when it was read (`_content_witness`)

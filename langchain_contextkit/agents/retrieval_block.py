@@ -2,18 +2,15 @@
 
 It sits next to the question it was retrieved for (seed 004's golden positions) and is
 a human message: Anthropic rejects, and Gemini hoists, a system message in the middle of
-a conversation. Stored histories never keep it (`BlockFree`).
+a conversation. It carries `RETRIEVAL_ID`, so a layout drops any block a caller sent back.
 """
 
 from __future__ import annotations
 
-import operator
-import threading
 from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_contextkit._same_messages import starts_with
 from langchain_contextkit.budget import ContextConfig
 
 if TYPE_CHECKING:
@@ -27,43 +24,16 @@ if TYPE_CHECKING:
     from langchain_contextkit.sources.base import ContextSource, Scope
 
 
-__all__ = ["RETRIEVAL_ID", "BlockFree", "CallRetrieval", "block_message", "config_for", "query_of"]
+__all__ = ["RETRIEVAL_ID", "CallRetrieval", "block_message", "config_for", "query_of"]
 
 RETRIEVAL_ID = "contextkit-retrieval"
 """Id of the retrieval-block message, so it is recognised (and never stored as history)."""
-_ID = operator.attrgetter("id")
 
 
 def config_for(sources: Sequence[ContextSource]) -> ContextConfig:
     """Equal shares for the given sources (the block's budget comes from the ledger)."""
     names = sorted({source.name for source in sources})
     return ContextConfig(source_ratios=dict.fromkeys(names, 1 / len(names)), min_chunk_tokens=1)
-
-
-class BlockFree:
-    """Drops retrieval blocks a previous layout left in (they are rebuilt every call).
-
-    Stored histories hold none (the request is a view), so each thread remembers the last
-    list it found free of them: a call that extends it (the same message objects, a
-    pointer comparison) looks only at the new messages, not at every message's id.
-    """
-
-    def __init__(self) -> None:
-        """Start with no list known to be free of blocks."""
-        self._last = threading.local()
-
-    def without_blocks(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """`messages` without retrieval blocks (the same messages when there are none)."""
-        last: list[BaseMessage] = getattr(self._last, "messages", [])
-        known = len(last)
-        if not starts_with(messages, last):
-            known = 0
-        if RETRIEVAL_ID in map(_ID, messages[known:]):
-            self._last.messages = []
-            return [m for m in messages if m.id != RETRIEVAL_ID]
-        mine = list(messages)
-        self._last.messages = mine
-        return list(mine)
 
 
 def query_of(turn: Sequence[BaseMessage]) -> str:

@@ -23,7 +23,7 @@ from langchain_contextkit import (
     count_tool_tokens,
     find_message_problems,
 )
-from langchain_contextkit.agents.assembler import RETRIEVAL_ID, WindowAssembler
+from langchain_contextkit.agents.plan import RETRIEVAL_ID, WindowAssembler
 from langchain_contextkit.agents.ledger import CallLedger
 from langchain_contextkit.agents.middleware import LEDGER_KEY
 from langchain_contextkit.agents.nodes import ContextGraphState, context_node

@@ -21,7 +21,7 @@ from langchain_contextkit import (
     aevaluate,
     evaluate,
 )
-from langchain_contextkit.agents.assembler import WindowAssembler
+from langchain_contextkit.agents.plan import WindowAssembler
 from langchain_contextkit.cli.demo.evaluation import (
     DONT_KNOW,
     fact_cases,

@@ -451,7 +451,7 @@ def test_fresh_offloaders_render_the_same_bytes(tmp_path: Path) -> None:
     assert views[0].content == views[1].content
     again = ToolResultOffloader(OffloadConfig(store=WorkspaceOffloadStore(tmp_path)))
     first = again.offload(messages, room=WINDOW, tools=["terminal"]).messages[-1]
-    assert again.offload(messages, room=WINDOW, tools=["terminal"]).messages[-1] is first
+    assert again.offload(messages, room=WINDOW, tools=["terminal"]).messages[-1] == first
 
 
 def test_threshold_share_and_floor(tmp_path: Path) -> None:

@@ -327,7 +327,7 @@ def test_a_refused_call_is_reassembled_smaller_and_sent_once_more() -> None:
 def test_a_calibrated_ledger_divides_the_window_and_speaks_provider_tokens() -> None:
     from langchain_core.messages import SystemMessage
 
-    from langchain_contextkit.agents.assembler import WindowAssembler
+    from langchain_contextkit.agents.plan import WindowAssembler
 
     history: list[Any] = []
     for n in range(60):

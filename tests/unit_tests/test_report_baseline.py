@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_contextkit import CallableSource, RetrievalResult, compare_ledgers, evaluate
-from langchain_contextkit.agents.assembler import WindowAssembler
+from langchain_contextkit.agents.plan import WindowAssembler
 from langchain_contextkit.cli import main
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.window_budget import WindowBudgetConfig
