@@ -11,7 +11,6 @@
 - `LedgerWriter` / `LedgerCallbackHandler`: the ledgers as JSON lines.
 """
 
-from langchain_contextkit.agents.plan import WindowAssembler
 from langchain_contextkit.agents.ledger import CallLedger
 from langchain_contextkit.agents.ledger_log import LedgerCallbackHandler, LedgerWriter
 from langchain_contextkit.agents.middleware import CompactionMiddleware, ContextKitMiddleware
@@ -28,6 +27,7 @@ from langchain_contextkit.agents.offload_stores import (
     OffloadStore,
     WorkspaceOffloadStore,
 )
+from langchain_contextkit.agents.plan import WindowAssembler
 
 __all__ = [
     "CallLedger",

@@ -28,11 +28,6 @@ from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_o
 from langchain_contextkit.agents._overflow import refused_twice, retry_shrink
 from langchain_contextkit.agents._stores import SharedRecaps, agent_store
 from langchain_contextkit.agents.cache_marks import apply_cache_marks
-from langchain_contextkit.agents.compaction_middleware import (
-    CompactionMiddleware,
-    checked_compactor,
-)
-from langchain_contextkit.agents.plan import handed_down
 from langchain_contextkit.agents.in_place import InPlaceSummary, exact_counter_for
 from langchain_contextkit.agents.ledger import (
     Anchor,
@@ -49,13 +44,13 @@ from langchain_contextkit.agents.ledger_log import (
     ledger_record,
 )
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
+from langchain_contextkit.agents.plan import handed_down
 from langchain_contextkit.agents.providers import requires_human_first
 from langchain_contextkit.agents.retrieval_block import CallRetrieval
 from langchain_contextkit.agents.state import (
     LEDGER_KEY,
     MIDDLEWARE_NAME,
     SUMMARY_KEY,
-    CompactionState,
     ContextKitState,
     call_scope,
     run_callbacks,
@@ -87,8 +82,8 @@ if TYPE_CHECKING:
     from langchain_core.messages import AnyMessage, SystemMessage
     from langgraph.store.base import BaseStore
 
-    from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly
     from langchain_contextkit.agents.offload import OffloadConfig
+    from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.compaction.recap_store import RecapStore
     from langchain_contextkit.notes import NoteStore
@@ -102,7 +97,6 @@ __all__ = [
     "OFFLOAD_NAMESPACE",
     "SUMMARY_KEY",
     "CompactionMiddleware",
-    "CompactionState",
     "ContextKitMiddleware",
     "ContextKitState",
     "InPlaceSummary",
@@ -181,6 +175,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     """
 
     state_schema = ContextKitState
+    _window_required = True  # CompactionMiddleware compacts by its trigger without one
 
     @property
     def name(self) -> str:
@@ -397,6 +392,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             system_message=request.system_message,
             tools=request.tools,
             fallback_window=self.fallback_window,
+            required=self._window_required,
         )
 
     def _prepare(self, request: ModelRequest[Any]) -> _Call:
@@ -612,3 +608,84 @@ def sendable_request(request: ModelRequest[Any], assembly: WindowAssembly) -> Mo
         settings = {**request.model_settings, "max_tokens": reserve}
         return request.override(messages=messages, model_settings=settings)
     return request.override(messages=messages)
+
+
+def checked_compactor(compactor: object, owner: str) -> HistoryCompactor | None:
+    """The compactor argument (None stays None), or a `ConfigError` saying what to pass."""
+    if compactor is None or isinstance(compactor, HistoryCompactor):
+        return compactor
+    slot = "compactor=" if owner == "ContextKitMiddleware" else ""
+    hint = f"{owner}({slot}HistoryCompactor(model))"
+    if hasattr(compactor, "invoke"):  # a chat model: the usual slip
+        hint += ", or ContextKitMiddleware.for_model(model)"
+    msg = f"{owner} takes a HistoryCompactor, got {type(compactor).__name__}: use {hint}"
+    raise ConfigError(msg)
+
+
+class CompactionMiddleware(ContextKitMiddleware):
+    """Compaction alone: `ContextKitMiddleware` with no retrieval, around one compactor.
+
+    The same request plan and guarantees (the history in state stays whole, calibration,
+    a retry after an overflow refusal, a broken list repaired in the request, cache
+    marks, an oversized tool loop reduced and its results cut); it takes the compactor
+    first. A model whose profile states no window is compacted by the compactor's
+    `trigger_tokens` alone.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_core.language_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from langchain_contextkit import CompactionMiddleware, HistoryCompactor
+
+        model = GenericFakeChatModel(messages=iter([AIMessage(f"Noted {i}.") for i in range(4)]))
+        compactor = HistoryCompactor(keep_recent=2, trigger_tokens=60)
+        agent = create_agent(
+            model, middleware=[CompactionMiddleware(compactor)], checkpointer=InMemorySaver()
+        )
+        config = {"configurable": {"thread_id": "demo"}}
+        for turn in range(4):
+            text = f"Turn {turn}: order {1000 + turn} ships to warehouse W{turn}, please log it."
+            agent.invoke({"messages": [HumanMessage(text)]}, config)
+        state = agent.get_state(config).values
+        print(len(state["messages"]), "messages kept;", state["contextkit_summary"]["covered"] > 0)
+        # 8 messages kept; True
+        ```
+    """
+
+    _window_required = False
+
+    def __init__(
+        self,
+        compactor: HistoryCompactor | None = None,
+        *,
+        window: int | None = None,
+        budget_config: WindowBudgetConfig | None = None,
+        summarize_in_place: bool = True,
+        recap_store: BaseStore | None = None,
+    ) -> None:
+        """Configure the middleware.
+
+        Args:
+            compactor: Does the compaction; default `HistoryCompactor()` (extractive).
+            window: The model's window in tokens; default: read from the model's profile.
+            budget_config: The window ledger's knobs (output reserve).
+            summarize_in_place: When the compactor has an LLM, ask it for the recap with
+                the agent's own request plus the instruction (served from the prompt
+                cache); the transcript summary otherwise.
+            recap_store: Where recaps are shared by all workers (`RecapStore`); default
+                the agent's own store (`create_agent(store=...)`) when it has one.
+
+        Raises:
+            ConfigError: When `compactor` is not a `HistoryCompactor` (a chat model
+                passed here belongs in `HistoryCompactor(model)`).
+        """
+        super().__init__(
+            compactor=checked_compactor(compactor, "CompactionMiddleware") or HistoryCompactor(),
+            window=window,
+            budget_config=budget_config,
+            summarize_in_place=summarize_in_place,
+            recap_store=recap_store,
+        )

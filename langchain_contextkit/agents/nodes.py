@@ -28,8 +28,8 @@ from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import check_count, one_of
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents._stores import SharedRecaps
-from langchain_contextkit.agents.plan import handed_down
 from langchain_contextkit.agents.ledger import next_call_number, with_ledger
+from langchain_contextkit.agents.plan import handed_down
 from langchain_contextkit.agents.state import CALIBRATION_KEY, LEDGER_KEY, SUMMARY_KEY
 from langchain_contextkit.calibration import Calibration, learn_from_history
 from langchain_contextkit.compaction.compactor import (
@@ -57,9 +57,9 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.store.base import BaseStore
 
-    from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly
     from langchain_contextkit.agents.offload import OffloadConfig
     from langchain_contextkit.agents.offload_stores import OffloadStore
+    from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource

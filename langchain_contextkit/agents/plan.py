@@ -81,6 +81,7 @@ __all__ = [
     "HISTORY_PREVIEW_SHARE",
     "OUTPUT_RESERVE_FLOOR",
     "RETRIEVAL_ID",
+    "UNKNOWN_WINDOW",
     "WindowAssembler",
     "WindowAssembly",
     "arun_plan",
@@ -100,6 +101,9 @@ this share of the room (head + tail + a marker)."""
 
 _RECAP_MESSAGE = 16
 """Tokens a recap message adds to its text (heading and message overhead), generously."""
+
+UNKNOWN_WINDOW = 2**62
+"""The window of a ledger whose model states none (`budget_for(required=False)`)."""
 
 _STORES_KEPT = 8
 """Stores (and their offloaders and cutters) an assembler remembers across calls."""
@@ -235,7 +239,7 @@ def run_plan(plan: Plan) -> WindowAssembly:
     try:
         step = next(plan)
         while True:
-            try:
+            try:  # noqa: PERF203 - a step's error is the plan's to handle
                 answer = step.run()
             except Exception as error:  # noqa: BLE001 - the plan decides what it survives
                 step = plan.throw(error)
@@ -250,7 +254,7 @@ async def arun_plan(plan: Plan) -> WindowAssembly:
     try:
         step = next(plan)
         while True:
-            try:
+            try:  # noqa: PERF203 - a step's error is the plan's to handle
                 answer = await step.arun()
             except Exception as error:  # noqa: BLE001 - the plan decides what it survives
                 step = plan.throw(error)
@@ -384,6 +388,7 @@ class WindowAssembler:
         system_message: SystemMessage | None = None,
         tools: Sequence[Any] = (),
         fallback_window: int | None = None,
+        required: bool = True,
     ) -> WindowBudget:
         """The call's window ledger.
 
@@ -392,10 +397,13 @@ class WindowAssembler:
             system_message: The request's system message (measured).
             tools: The tools bound for the call (their schemas measured).
             fallback_window: The window when neither `window` nor the profile states one.
+            required: False to accept an unknown window: the ledger then has
+                `UNKNOWN_WINDOW` and no output reserve, and only the compactor's own
+                `trigger_tokens` compacts.
 
         Raises:
-            ConfigError: When neither `window`, the model's profile nor `fallback_window`
-                gives the window.
+            ConfigError: When `required` and neither `window`, the model's profile nor
+                `fallback_window` gives the window.
         """
         system, tool_tokens = count_fixed_tokens(system_message, tools, self.counter)
         budget = WindowBudget.for_run(
@@ -406,6 +414,13 @@ class WindowAssembler:
             tool_tokens=tool_tokens,
             fallback_window=fallback_window,
         )
+        if budget is None and not required:
+            return WindowBudget(
+                window=UNKNOWN_WINDOW,
+                output_reserve=0,
+                system_tokens=system,
+                tool_tokens=tool_tokens,
+            )
         if budget is None:
             msg = (
                 "the model's window is unknown: pass window=... or use a model whose profile "
@@ -502,7 +517,7 @@ class WindowAssembler:
 
     # -- the plan ---------------------------------------------------------------------------
 
-    def plan(  # noqa: PLR0913 - one call's inputs
+    def plan(
         self,
         messages: Sequence[BaseMessage],
         *,
@@ -685,7 +700,7 @@ class WindowAssembler:
             own += self.counter(summary.text) + _RECAP_MESSAGE
         return min(own, self._recap_room(room))
 
-    def _fit_as_is(  # noqa: PLR0913, PLR0917 - the call's parts, in layout order
+    def _fit_as_is(  # noqa: PLR0917 - the call's parts, in layout order
         self,
         history: Sequence[BaseMessage],
         summary: RunningSummary | None,
@@ -707,7 +722,7 @@ class WindowAssembler:
             return _Fit(turn, reduced=False, block=block, report=report, budget=budget, real=real)
         return None
 
-    def _fit(  # noqa: PLR0913, PLR0917 - the call's parts, in layout order
+    def _fit(  # noqa: PLR0917 - the call's parts, in layout order
         self,
         history: Sequence[BaseMessage],
         summary: RunningSummary | None,
@@ -810,7 +825,7 @@ class WindowAssembler:
         )
         return ContextWindowExceeded(msg, required=fixed + rest + history, budget=ceiling)
 
-    def _compact(  # noqa: PLR0913, PLR0917 - compact_view's own arguments
+    def _compact(  # noqa: PLR0917 - compact_view's own arguments
         self,
         fitted: _Fit,
         history: list[BaseMessage],
@@ -827,6 +842,7 @@ class WindowAssembler:
         """
         budget = fitted.budget
         overhead = budget.fixed + self._tokens([fitted.block]) + self._tokens(fitted.turn)
+        known = fitted.real.window != UNKNOWN_WINDOW
         return Compact(
             self.compactor,
             history,
@@ -836,12 +852,10 @@ class WindowAssembler:
                 "reuse_recaps": reuse_recaps,
                 "recaps": recaps,
                 "overhead_tokens": overhead,
-                "ceiling_tokens": budget.ceiling,
-                "room_tokens": self.history_room(budget),
-                "summarizer_window": budget.window,
-                "cap_scale": 1.0
-                if calibration is None
-                else min(max(calibration.ratio, 1e-3), 1e5),
+                "ceiling_tokens": budget.ceiling if known else None,
+                "room_tokens": self.history_room(budget) if known else None,
+                "summarizer_window": budget.window if known else None,
+                "cap_scale": 1.0 if calibration is None else min(max(calibration.ratio, 1e-3), 1e5),
             },
         )
 
@@ -928,7 +942,12 @@ class WindowAssembler:
         )
         report = fitted.report if fitted.block is not None else None
         return WindowAssembly(
-            messages, compaction.summary, ledger, compaction, report, layout if not repairs else None
+            messages,
+            compaction.summary,
+            ledger,
+            compaction,
+            report,
+            layout if not repairs else None,
         )
 
 

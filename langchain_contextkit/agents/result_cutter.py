@@ -64,6 +64,7 @@ step is the excess, or twice the step before when that was not enough)."""
 _STORED_MEMO = 256
 """Keys a cutter remembers having saved (a result is written once per process)."""
 
+
 @dataclass(frozen=True, slots=True)
 class CutTurn:
     """A turn with some tool results shown as head + tail.
@@ -330,4 +331,3 @@ def _common_size(sizes: list[int], over: int) -> int:
 def _all_hidden(text: str) -> HiddenSpan:
     lines = text.count("\n") + (not text.endswith("\n"))
     return HiddenSpan(0, len(text), 1, max(1, lines), lines)
-

@@ -27,7 +27,6 @@ __all__ = [
     "LEDGER_KEY",
     "MIDDLEWARE_NAME",
     "SUMMARY_KEY",
-    "CompactionState",
     "ContextKitState",
     "call_scope",
     "run_callbacks",
@@ -57,12 +56,6 @@ class ContextKitState(AgentState[Any]):
     contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
     contextkit_ledger: NotRequired[Annotated[list[dict[str, Any]], OmitFromInput]]
     contextkit_calibration: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
-
-
-class CompactionState(AgentState[Any]):
-    """Agent state with the running summary beside the (complete) message history."""
-
-    contextkit_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
 
 
 def runs_in_thread(request: ModelRequest[Any]) -> bool:
