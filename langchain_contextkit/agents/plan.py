@@ -239,9 +239,9 @@ def run_plan(plan: Plan) -> WindowAssembly:
     try:
         step = next(plan)
         while True:
-            try:  # noqa: PERF203 - a step's error is the plan's to handle
+            try:
                 answer = step.run()
-            except Exception as error:  # noqa: BLE001 - the plan decides what it survives
+            except Exception as error:  # noqa: BLE001, PERF203 - the plan decides what it survives
                 step = plan.throw(error)
             else:
                 step = plan.send(answer)
@@ -254,9 +254,9 @@ async def arun_plan(plan: Plan) -> WindowAssembly:
     try:
         step = next(plan)
         while True:
-            try:  # noqa: PERF203 - a step's error is the plan's to handle
+            try:
                 answer = await step.arun()
-            except Exception as error:  # noqa: BLE001 - the plan decides what it survives
+            except Exception as error:  # noqa: BLE001, PERF203 - the plan decides what it survives
                 step = plan.throw(error)
             else:
                 step = plan.send(answer)

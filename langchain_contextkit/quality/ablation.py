@@ -27,8 +27,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import check_count
-from langchain_contextkit.agents.plan import RETRIEVAL_ID, WindowAssembler
 from langchain_contextkit.agents.middleware import ContextKitMiddleware
+from langchain_contextkit.agents.plan import RETRIEVAL_ID, WindowAssembler
 from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX
 from langchain_contextkit.errors import ConfigError

@@ -30,8 +30,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import check_count
-from langchain_contextkit.agents.plan import WindowAssembler
 from langchain_contextkit.agents.middleware import LEDGER_KEY, ContextKitMiddleware
+from langchain_contextkit.agents.plan import WindowAssembler
 from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.calibration import reported_usage
 from langchain_contextkit.errors import ConfigError

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
-from langchain_contextkit.agents.plan import WindowAssembly
 from langchain_contextkit.agents.ledger import CallLedger
+from langchain_contextkit.agents.plan import WindowAssembly
 from langchain_contextkit.builder.report import ContextReport
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.quality._similarity import SHINGLE_SIZE, redundancy

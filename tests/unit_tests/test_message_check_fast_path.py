@@ -67,8 +67,9 @@ def test_the_index_clean_state_never_hides_a_problem(
     from there and a random tail: when the layout's fast check accepts it, the full
     check finds no problem; and on a clean history with a clean tail it does accept it.
     """
-    from langchain_contextkit import count_tokens
     from langchain_contextkit.agents.request_layout import _valid_request
+
+    from langchain_contextkit import count_tokens
     from langchain_contextkit.compaction._history_index import HistoryIndex
 
     arrays = HistoryIndex(count_tokens).arrays(history)

@@ -19,9 +19,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from langchain_contextkit import ContextKitMiddleware, ContextWindowExceeded
-from langchain_contextkit.agents.plan import OUTPUT_RESERVE_FLOOR, WindowAssembler
 from langchain_contextkit.agents.middleware import OFFLOAD_NAMESPACE
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore
+from langchain_contextkit.agents.plan import OUTPUT_RESERVE_FLOOR, WindowAssembler
 from langchain_contextkit.agents.result_cutter import ResultCutter
 from langchain_contextkit.messages import find_message_problems
 from langchain_contextkit.notes import StoreNoteStore

@@ -35,8 +35,8 @@ from langchain_contextkit import (
     count_message_tokens,
     find_message_problems,
 )
-from langchain_contextkit.agents.plan import RETRIEVAL_ID, WindowAssembler
 from langchain_contextkit.agents.middleware import LEDGER_KEY, SUMMARY_KEY
+from langchain_contextkit.agents.plan import RETRIEVAL_ID, WindowAssembler
 from langchain_contextkit.compaction.compactor import DEFAULT_TRIGGER_TOKENS, RECAP_ID_PREFIX
 from langchain_contextkit.testing import ScriptedChatModel
 

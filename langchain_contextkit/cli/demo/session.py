@@ -21,9 +21,9 @@ from langchain.agents.middleware.types import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_contextkit.agents.plan import RETRIEVAL_ID
 from langchain_contextkit.agents.ledger import CallLedger
 from langchain_contextkit.agents.middleware import LEDGER_KEY, ContextKitMiddleware
+from langchain_contextkit.agents.plan import RETRIEVAL_ID
 from langchain_contextkit.cli.demo.project import copy_project
 from langchain_contextkit.cli.demo.script import FACTS, SYSTEM_PROMPT, TURNS, scripted_reply
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX, HistoryCompactor
