@@ -29,11 +29,10 @@ from langchain_contextkit._validate import check_count, one_of
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents._stores import SharedRecaps
 from langchain_contextkit.agents.ledger import next_call_number, with_ledger
-from langchain_contextkit.agents.plan import handed_down
+from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly, handed_down
 from langchain_contextkit.agents.state import CALIBRATION_KEY, LEDGER_KEY, SUMMARY_KEY
 from langchain_contextkit.calibration import Calibration, learn_from_history
 from langchain_contextkit.compaction.compactor import (
-    CompactionResult,
     HistoryCompactor,
     RunningSummary,
 )
@@ -48,7 +47,7 @@ from langchain_contextkit.tokens import (
     count_fixed_tokens,
     count_tokens,
 )
-from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig, model_limits
+from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -59,7 +58,6 @@ if TYPE_CHECKING:
 
     from langchain_contextkit.agents.offload import OffloadConfig
     from langchain_contextkit.agents.offload_stores import OffloadStore
-    from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
@@ -151,54 +149,45 @@ def compaction_node(
             text = f"Ticket T-{turn}: printer on floor {turn} is offline again, please check."
             state = graph.invoke({"messages": [HumanMessage(text)]}, config)
         print(len(state["messages"]), len(state["llm_input_messages"]))
-        # 8 3
+        # 8 4
         ```
     """
     if mode not in ("view", "replace"):
         msg = f"mode must be 'view' or 'replace', got {mode!r}."
         raise ConfigError(msg)
-    overhead, ceiling, room = _fixed_costs(compactor, model, tools, system_prompt, budget_config)
-    # The node's model writes no recap itself, but when it is also the compactor's LLM its
-    # window sizes the summariser's requests (the compactor's own profile wins).
-    summarizer_window = model_limits(model)[0] if model is not None else None
+    assembler = WindowAssembler(compactor=compactor, budget_config=budget_config)
+    system = SystemMessage(system_prompt) if system_prompt else None
     recaps = SharedRecaps(recap_store)
 
-    def summary_of(state: Mapping[str, Any]) -> RunningSummary | None:
-        return RunningSummary.from_state(state.get(summary_key)) if mode == "view" else None
+    def inputs(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        budget = assembler.budget_for(
+            model=model, system_message=system, tools=tools, required=False
+        )
+        summary = RunningSummary.from_state(state.get(summary_key)) if mode == "view" else None
+        return {
+            "system_message": system,
+            "tools": tools,
+            "model": model,
+            "budget": budget,
+            "summary": summary,
+            "reuse_recaps": not _in_thread(config),
+            "recaps": recaps.for_node(config),
+        }
 
-    def update(result: CompactionResult) -> dict[str, Any]:
+    def update(assembly: WindowAssembly) -> dict[str, Any]:
+        result = assembly.compaction
         if mode == "view":
-            summary = None if result.summary is None else result.summary.to_dict()
-            return {output_key: result.messages, summary_key: summary}
+            summary = None if assembly.summary is None else assembly.summary.to_dict()
+            return {output_key: assembly.messages, summary_key: summary}
         if not result.compacted:
             return {}
-        return {messages_key: [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.messages]}
+        return {messages_key: [RemoveMessage(id=REMOVE_ALL_MESSAGES), *assembly.messages]}
 
     def compact(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        result = compactor.compact_view(
-            state[messages_key],
-            summary=summary_of(state),
-            overhead_tokens=overhead,
-            ceiling_tokens=ceiling,
-            room_tokens=room,
-            summarizer_window=summarizer_window,
-            reuse_recaps=not _in_thread(config),
-            recaps=recaps.for_node(config),
-        )
-        return update(result)
+        return update(assembler.assemble(state[messages_key], **inputs(state, config)))
 
     async def acompact(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        result = await compactor.acompact_view(
-            state[messages_key],
-            summary=summary_of(state),
-            overhead_tokens=overhead,
-            ceiling_tokens=ceiling,
-            room_tokens=room,
-            summarizer_window=summarizer_window,
-            reuse_recaps=not _in_thread(config),
-            recaps=recaps.for_node(config),
-        )
-        return update(result)
+        return update(await assembler.aassemble(state[messages_key], **inputs(state, config)))
 
     return RunnableLambda(compact, afunc=acompact, name="compact_history")
 
@@ -207,23 +196,6 @@ def _in_thread(config: RunnableConfig | None) -> bool:
     """Whether a node runs in a thread (a ``thread_id``): its state is its only memory."""
     configurable = (config or {}).get("configurable") or {}
     return configurable.get("thread_id") is not None
-
-
-def _fixed_costs(
-    compactor: HistoryCompactor,
-    model: BaseChatModel | None,
-    tools: Sequence[Any],
-    system_prompt: str | None,
-    budget_config: WindowBudgetConfig | None,
-) -> tuple[int, int | None, int | None]:
-    """Tokens sent beside the messages, the hard ceiling and the messages' room.
-
-    The ceiling and the room are None without a window.
-    """
-    budget, fixed = _run_budget(model, tools, system_prompt, budget_config, compactor.token_counter)
-    if budget is None:
-        return fixed, None, None
-    return fixed, budget.ceiling, budget.spendable
 
 
 def _run_budget(
