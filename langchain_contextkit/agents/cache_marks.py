@@ -52,10 +52,13 @@ if TYPE_CHECKING:
     from langchain.agents.middleware.types import ModelRequest
     from langchain_core.messages import AnyMessage
 
+    from langchain_contextkit.agents.layout import Layout
+
 __all__ = [
     "DEFAULT_CACHE_CONTROL",
     "apply_cache_marks",
     "count_cache_marks",
+    "layout_ends",
     "mark_message",
     "mark_stable_prefix",
     "stable_prefix_ends",
@@ -225,6 +228,7 @@ def mark_stable_prefix(
     cache_control: Mapping[str, Any] = DEFAULT_CACHE_CONTROL,
     room_for_inner: bool = True,
     cache_point: bool = False,
+    ends: tuple[int | None, int | None] | None = None,
 ) -> tuple[SystemMessage | None, list[BaseMessage]]:
     """Breakpoints at the end of the older turns and of the recap, within the limit.
 
@@ -240,6 +244,8 @@ def mark_stable_prefix(
         cache_point: Marks as Converse ``cachePoint`` blocks (`marks_with_cache_points`).
             Bedrock's caching middleware marks inside the adapter, after ours, so its room
             is kept whatever the stacking order, and its top-level setting is no mark.
+        ends: Where the recap and the older turns end, as `layout_ends` reads them off
+            the request's `Layout` (default: found by `stable_prefix_ends`).
 
     Returns:
         The system message (its mark moved to the recap when there is one) and the
@@ -255,7 +261,7 @@ def mark_stable_prefix(
     inner = room_for_inner and (cache_point or not existing)
     reserve = _inner_marks(system_message, tools, cache_point=cache_point) if inner else 0
     free = MAX_CACHE_BREAKPOINTS - existing - reserve
-    recap, older = stable_prefix_ends(marked)
+    recap, older = stable_prefix_ends(marked) if ends is None else ends
     if (
         recap is not None
         and system_message is not None
@@ -282,10 +288,20 @@ def mark_stable_prefix(
     return system_message, marked
 
 
-def apply_cache_marks(request: ModelRequest[Any]) -> ModelRequest[Any]:
+def layout_ends(layout: Layout) -> tuple[int | None, int | None]:
+    """`stable_prefix_ends` of a laid-out request, read off its spans."""
+    recap = layout.end("recap")
+    older = layout.spans["older"][1] - 1
+    return recap, older if older > (-1 if recap is None else recap) else None
+
+
+def apply_cache_marks(
+    request: ModelRequest[Any], layout: Layout | None = None
+) -> ModelRequest[Any]:
     """`request` with its stable prefix marked, when its model caches only at marks.
 
-    A model that caches on its own (OpenAI, Gemini) gets the request unchanged.
+    A model that caches on its own (OpenAI, Gemini) gets the request unchanged. `layout`
+    says where the parts of `request.messages` lie (`lay_out`).
     """
     if not caches_explicitly(request.model):
         return request
@@ -295,6 +311,7 @@ def apply_cache_marks(request: ModelRequest[Any]) -> ModelRequest[Any]:
         tools=request.tools,
         model_settings=request.model_settings,
         cache_point=marks_with_cache_points(request.model),
+        ends=None if layout is None else layout_ends(layout),
     )
     return request.override(
         system_message=system_message, messages=cast("list[AnyMessage]", messages)

@@ -495,7 +495,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
     def _sendable(self, request: ModelRequest[Any], assembly: WindowAssembly) -> ModelRequest[Any]:
         """`sendable_request`, with cache breakpoints when the model caches only at them."""
         sendable = sendable_request(request, assembly)
-        return apply_cache_marks(sendable) if self.cache_breakpoints else sendable
+        return apply_cache_marks(sendable, assembly.layout) if self.cache_breakpoints else sendable
 
     def _log_line(self, call: _Call, ledger: CallLedger) -> dict[str, Any]:
         """The call's JSON line, written to `ledger_path` when one is set."""
