@@ -21,13 +21,13 @@ from langchain_contextkit.agents.nodes import (
     context_node,
     reducer_node,
 )
-from langchain_contextkit.agents.offload import OffloadConfig, ToolResultOffloader
 from langchain_contextkit.agents.offload_stores import (
     NoteOffloadStore,
     OffloadStore,
     WorkspaceOffloadStore,
 )
 from langchain_contextkit.agents.plan import WindowAssembler
+from langchain_contextkit.agents.tool_results import OffloadConfig, ToolResultOffloader
 
 __all__ = [
     "CallLedger",

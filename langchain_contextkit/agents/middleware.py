@@ -82,8 +82,8 @@ if TYPE_CHECKING:
     from langchain_core.messages import AnyMessage, SystemMessage
     from langgraph.store.base import BaseStore
 
-    from langchain_contextkit.agents.offload import OffloadConfig
     from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly
+    from langchain_contextkit.agents.tool_results import OffloadConfig
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.compaction.recap_store import RecapStore
     from langchain_contextkit.notes import NoteStore

@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.store.base import BaseStore
 
-    from langchain_contextkit.agents.offload import OffloadConfig
     from langchain_contextkit.agents.offload_stores import OffloadStore
+    from langchain_contextkit.agents.tool_results import OffloadConfig
     from langchain_contextkit.budget import ContextConfig
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource

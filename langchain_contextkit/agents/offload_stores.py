@@ -5,7 +5,7 @@ LangGraph `BaseStore` lets every process read it back) and points at a `NoteTool
 `WorkspaceOffloadStore` writes it atomically inside a `TerminalTool`'s root and points at
 a `tail | head` command. Keys are built from the message alone, so the pointer is the
 same on every call and every worker. The policy that decides what to offload is
-`langchain_contextkit.agents.offload`.
+`langchain_contextkit.agents.tool_results`.
 """
 
 # String paths throughout, as os.path.realpath returns them:

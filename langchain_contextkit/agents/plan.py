@@ -28,21 +28,22 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_contextkit.agents.layout import Layout, lay_out
 from langchain_contextkit.agents.ledger import CallLedger
-from langchain_contextkit.agents.offload import (
-    STORE_OFFLOAD_MIN_TOKENS,
-    OffloadConfig,
-    OffloadOutcome,
-    ToolResultOffloader,
-    offloader_for,
-    with_offload_tally,
-)
-from langchain_contextkit.agents.result_cutter import CutTurn, ResultCutter
 from langchain_contextkit.agents.retrieval_block import (
     RETRIEVAL_ID,
     CallRetrieval,
     block_message,
     config_for,
     query_of,
+)
+from langchain_contextkit.agents.tool_results import (
+    STORE_OFFLOAD_MIN_TOKENS,
+    CutTurn,
+    OffloadConfig,
+    OffloadOutcome,
+    ResultCutter,
+    ToolResultOffloader,
+    offloader_for,
+    with_offload_tally,
 )
 from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.compaction.compactor import (

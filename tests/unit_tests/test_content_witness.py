@@ -10,7 +10,7 @@ from test_cutter_resume import _unit
 
 from langchain_contextkit._content_witness import ContentWitness, vouched, vouching
 from langchain_contextkit.agents.plan import WindowAssembler
-from langchain_contextkit.agents.result_cutter import ResultCutter
+from langchain_contextkit.agents.tool_results import ResultCutter
 from langchain_contextkit.compaction._history_index import HistoryIndex
 from langchain_contextkit.tokens import count_tokens
 

@@ -22,7 +22,7 @@ from langchain_contextkit import ContextKitMiddleware, ContextWindowExceeded
 from langchain_contextkit.agents.middleware import OFFLOAD_NAMESPACE
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore
 from langchain_contextkit.agents.plan import OUTPUT_RESERVE_FLOOR, WindowAssembler
-from langchain_contextkit.agents.result_cutter import ResultCutter
+from langchain_contextkit.agents.tool_results import ResultCutter
 from langchain_contextkit.messages import find_message_problems
 from langchain_contextkit.notes import StoreNoteStore
 from langchain_contextkit.testing import ScriptedChatModel
