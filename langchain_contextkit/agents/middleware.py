@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -30,7 +30,6 @@ from langchain_contextkit.agents._stores import SharedRecaps, agent_store
 from langchain_contextkit.agents.cache_marks import apply_cache_marks
 from langchain_contextkit.agents.in_place import InPlaceSummary, exact_counter_for
 from langchain_contextkit.agents.ledger import (
-    Anchor,
     CallLedger,
     CallTimer,
     anchor_from,
@@ -44,7 +43,7 @@ from langchain_contextkit.agents.ledger_log import (
     ledger_record,
 )
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
-from langchain_contextkit.agents.plan import handed_down
+from langchain_contextkit.agents.plan import CallInputs, handed_down
 from langchain_contextkit.agents.providers import requires_human_first
 from langchain_contextkit.agents.retrieval_block import CallRetrieval
 from langchain_contextkit.agents.state import (
@@ -79,7 +78,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import AnyMessage, SystemMessage
+    from langchain_core.messages import AnyMessage
     from langgraph.store.base import BaseStore
 
     from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly
@@ -440,18 +439,14 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         )
 
     def _assemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
-        assembly = self.assembler.assemble(
-            call.request.messages,
-            summarize_view=None if call.in_place is None else call.in_place.summarize,
-            **_assembly_args(call, shrink),
-        )
+        view = None if call.in_place is None else call.in_place.summarize
+        assembly = self.assembler.assemble(call.request.messages, **_inputs(call, shrink, view))
         return self._gated(call, assembly)
 
     async def _aassemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
+        view = None if call.in_place is None else call.in_place.asummarize
         assembly = await self.assembler.aassemble(
-            call.request.messages,
-            summarize_view=None if call.in_place is None else call.in_place.asummarize,
-            **_assembly_args(call, shrink),
+            call.request.messages, **_inputs(call, shrink, view)
         )
         return self._gated(call, assembly)
 
@@ -557,27 +552,11 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         return extended
 
 
-class _AssemblyArgs(TypedDict):
-    """What both assembly twins pass the assembler, but the summariser."""
-
-    system_message: SystemMessage | None
-    tools: Sequence[Any]
-    model: object
-    summary: RunningSummary | None
-    call: int
-    budget: WindowBudget
-    calibration: Calibration
-    shrink: int
-    anchor: Anchor | None
-    reuse_recaps: bool
-    store: OffloadStore | None
-    retrieval: CallRetrieval
-    recaps: RecapStore | None
-
-
-def _assembly_args(call: _Call, shrink: int) -> _AssemblyArgs:
+def _inputs(call: _Call, shrink: int, summarize_view: Callable[..., Any] | None) -> CallInputs:
+    """The plan's inputs for this call (`summarize_view`: the driver's twin)."""
     request = call.request
-    return _AssemblyArgs(
+    return CallInputs(
+        summarize_view=summarize_view,
         system_message=request.system_message,
         tools=request.tools,
         model=request.model,

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from typing_extensions import Unpack
 
 from langchain_contextkit.agents.layout import Layout, lay_out
 from langchain_contextkit.agents.ledger import CallLedger
@@ -83,6 +84,7 @@ __all__ = [
     "OUTPUT_RESERVE_FLOOR",
     "RETRIEVAL_ID",
     "UNKNOWN_WINDOW",
+    "CallInputs",
     "WindowAssembler",
     "WindowAssembly",
     "arun_plan",
@@ -130,6 +132,42 @@ class WindowAssembly:
     compaction: CompactionResult
     block: ContextReport | None = None
     layout: Layout | None = None
+
+
+class CallInputs(TypedDict, total=False):
+    """One model call's inputs to the plan (`WindowAssembler.plan`); each is optional."""
+
+    system_message: SystemMessage | None
+    """The request's system message (stays the request's own)."""
+    tools: Sequence[Any]
+    """The tools bound for this call."""
+    model: object
+    """The chat model (its profile gives the window when `window` is None)."""
+    summary: RunningSummary | None
+    """The running summary so far."""
+    call: int
+    """The call's number, for the ledger."""
+    summarize_view: Callable[..., Any] | None
+    """Writes a recap in place (`HistoryCompactor.compact_view`): sync for `run_plan`,
+    async for `arun_plan`."""
+    budget: WindowBudget | None
+    """The call's ledger when the caller has already computed it."""
+    calibration: Calibration | None
+    """What earlier calls' reported usage taught: the window is divided by its factor."""
+    shrink: int
+    """Provider tokens to keep free on top (a retry after an overflow refusal)."""
+    anchor: Anchor | None
+    """The previous call's estimate and report, when this request extends that one."""
+    reuse_recaps: bool
+    """Let a stored recap for the same messages stand in for a new one (default True;
+    False for a checkpointed thread)."""
+    store: OffloadStore | None
+    """Where tool results go when `offload=` gave no store (the agent's LangGraph store)."""
+    retrieval: CallRetrieval | None
+    """The call's retrieval; a retry passes the same one and the sources are not asked
+    again."""
+    recaps: RecapStore | None
+    """Recaps shared with other workers (`HistoryCompactor.compact_view`)."""
 
 
 # -- what the plan asks for -----------------------------------------------------------------
@@ -437,106 +475,20 @@ class WindowAssembler:
     # -- the drivers ------------------------------------------------------------------------
 
     def assemble(
-        self,
-        messages: Sequence[BaseMessage],
-        *,
-        system_message: SystemMessage | None = None,
-        tools: Sequence[Any] = (),
-        model: object = None,
-        summary: RunningSummary | None = None,
-        call: int = 1,
-        summarize_view: Callable[..., Any] | None = None,
-        budget: WindowBudget | None = None,
-        calibration: Calibration | None = None,
-        shrink: int = 0,
-        anchor: Anchor | None = None,
-        reuse_recaps: bool = True,
-        store: OffloadStore | None = None,
-        retrieval: CallRetrieval | None = None,
-        recaps: RecapStore | None = None,
+        self, messages: Sequence[BaseMessage], **inputs: Unpack[CallInputs]
     ) -> WindowAssembly:
-        """Lay out one model call (sync; `summarize_view` sync too). See `plan`."""
-        return run_plan(
-            self.plan(
-                messages,
-                system_message=system_message,
-                tools=tools,
-                model=model,
-                summary=summary,
-                call=call,
-                summarize_view=summarize_view,
-                budget=budget,
-                calibration=calibration,
-                shrink=shrink,
-                anchor=anchor,
-                reuse_recaps=reuse_recaps,
-                store=store,
-                retrieval=retrieval,
-                recaps=recaps,
-            )
-        )
+        """Lay out one model call (sync; a `summarize_view` is sync too). See `plan`."""
+        return run_plan(self.plan(messages, **inputs))
 
     async def aassemble(
-        self,
-        messages: Sequence[BaseMessage],
-        *,
-        system_message: SystemMessage | None = None,
-        tools: Sequence[Any] = (),
-        model: object = None,
-        summary: RunningSummary | None = None,
-        call: int = 1,
-        summarize_view: Callable[..., Any] | None = None,
-        budget: WindowBudget | None = None,
-        calibration: Calibration | None = None,
-        shrink: int = 0,
-        anchor: Anchor | None = None,
-        reuse_recaps: bool = True,
-        store: OffloadStore | None = None,
-        retrieval: CallRetrieval | None = None,
-        recaps: RecapStore | None = None,
+        self, messages: Sequence[BaseMessage], **inputs: Unpack[CallInputs]
     ) -> WindowAssembly:
-        """Async `assemble` (`summarize_view` async). See `plan`."""
-        return await arun_plan(
-            self.plan(
-                messages,
-                system_message=system_message,
-                tools=tools,
-                model=model,
-                summary=summary,
-                call=call,
-                summarize_view=summarize_view,
-                budget=budget,
-                calibration=calibration,
-                shrink=shrink,
-                anchor=anchor,
-                reuse_recaps=reuse_recaps,
-                store=store,
-                retrieval=retrieval,
-                recaps=recaps,
-            )
-        )
+        """Async `assemble` (a `summarize_view` is async). See `plan`."""
+        return await arun_plan(self.plan(messages, **inputs))
 
     # -- the plan ---------------------------------------------------------------------------
 
-    def plan(
-        self,
-        messages: Sequence[BaseMessage],
-        *,
-        system_message: SystemMessage | None = None,
-        tools: Sequence[Any] = (),
-        model: object = None,
-        summary: RunningSummary | None = None,
-        call: int = 1,
-        summarize_view: Callable[..., Any] | None = None,
-        budget: WindowBudget | None = None,
-        calibration: Calibration | None = None,
-        shrink: int = 0,
-        anchor: Anchor | None = None,
-        reuse_recaps: bool = True,
-        store: OffloadStore | None = None,
-        retrieval: CallRetrieval | None = None,
-        recaps: RecapStore | None = None,
-    ) -> Plan:
+    def plan(self, messages: Sequence[BaseMessage], **inputs: Unpack[CallInputs]) -> Plan:
         """One model call's request: a generator of its I/O steps, driven by `run_plan`.
 
         What does not fit gives way in this order, and nothing else is refused: the
@@ -548,41 +500,28 @@ class WindowAssembler:
 
         Args:
             messages: The conversation as stored (system prompt not included).
-            system_message: The request's system message (stays the request's own).
-            tools: The tools bound for this call.
-            model: The chat model (its profile gives the window when `window` is None).
-            summary: The running summary so far.
-            call: The call's number, for the ledger.
-            summarize_view: Writes a recap in place (`HistoryCompactor.compact_view`):
-                sync for `run_plan`, async for `arun_plan`.
-            budget: The call's ledger when the caller has already computed it.
-            calibration: What earlier calls' reported usage taught: the window is
-                divided by its factor, so the request fits in the provider's tokens.
-            shrink: Provider tokens to keep free on top (a retry after the provider
-                refused a request as too long).
-            anchor: The previous call's estimate and reported usage, when this request
-                extends that one: only what is new is estimated.
-            reuse_recaps: Let a recap stored for the same messages stand in for a new one
-                (`HistoryCompactor.compact_view`); False for a checkpointed thread.
-            store: Where tool results go when `offload=` gave no store (the agent's
-                LangGraph store): results over `STORE_OFFLOAD_MIN_TOKENS` are offloaded
-                to it, and a result cut to fit is saved to it.
-            retrieval: The call's retrieval (`CallRetrieval`); pass the same one to a
-                retry of the call and the sources are not asked again.
-            recaps: Recaps shared with other workers (`HistoryCompactor.compact_view`).
+            **inputs: The call's inputs (`CallInputs`; each one optional).
 
         Raises:
             ContextWindowExceeded: Only when the system prompt, the tool schemas, the
                 user's last message and the output reserve's floor alone exceed the
                 window; the message names each part and its size.
         """
+        system_message = inputs.get("system_message")
+        tools = inputs.get("tools", ())
+        model = inputs.get("model")
+        summary = inputs.get("summary")
+        calibration = inputs.get("calibration")
+        shrink = inputs.get("shrink", 0)
         # 1. Inputs: a caller's broken pairs repaired in the request only; system messages
         # stay where they are until the layout is final.
         view, repairs = repair_messages(messages, system_messages="anywhere")
         view = [m for m in view if m.id != RETRIEVAL_ID]  # rebuilt every call
-        real = budget or self.budget_for(model=model, system_message=system_message, tools=tools)
+        real = inputs.get("budget") or self.budget_for(
+            model=model, system_message=system_message, tools=tools
+        )
         room = self.history_room(real)
-        offloader, cutter = self._store_tools(store)
+        offloader, cutter = self._store_tools(inputs.get("store"))
         offload: OffloadOutcome | None = None
         if offloader is not None:
             offload = yield Offload(offloader, view, room, tools)
@@ -596,9 +535,8 @@ class WindowAssembler:
         history = history_cut.messages
         report: ContextReport | None = None
         if self.builder is not None and turn and real.rag_budget > 0:
-            report = yield Retrieve(
-                retrieval or CallRetrieval(), self.builder, query_of(turn), real.rag_budget
-            )
+            retrieval = inputs.get("retrieval") or CallRetrieval()
+            report = yield Retrieve(retrieval, self.builder, query_of(turn), real.rag_budget)
 
         # 2. Fit the turn.
         fitted = self._fit_as_is(history, summary, turn, real, calibration, shrink, report)
@@ -610,9 +548,7 @@ class WindowAssembler:
 
         # 3. Compact the history beside it.
         try:
-            compaction = yield self._compact(
-                fitted, history, summary, summarize_view, reuse_recaps, recaps, calibration
-            )
+            compaction = yield self._compact(fitted, history, inputs)
         except ContextWindowExceeded:
             if not lent:
                 raise
@@ -620,13 +556,16 @@ class WindowAssembler:
             fitted = yield from self._fit(
                 history, summary, turn, real, calibration, shrink, report, cutter, lend=False
             )
-            compaction = yield self._compact(
-                fitted, history, summary, summarize_view, reuse_recaps, recaps, calibration
-            )
+            compaction = yield self._compact(fitted, history, inputs)
 
         # 4. Lay out and account.
         assembly = self._laid_out(
-            compaction, fitted, calibration, anchor, call=call, placement=model
+            compaction,
+            fitted,
+            calibration,
+            inputs.get("anchor"),
+            call=inputs.get("call", 1),
+            placement=model,
         )
         ledger = with_offload_tally(assembly.ledger, offload)
         cuts = [c for c in (fitted.cut, history_cut) if c is not None and c.cut]
@@ -826,21 +765,13 @@ class WindowAssembler:
         )
         return ContextWindowExceeded(msg, required=fixed + rest + history, budget=ceiling)
 
-    def _compact(  # noqa: PLR0917 - compact_view's own arguments
-        self,
-        fitted: _Fit,
-        history: list[BaseMessage],
-        summary: RunningSummary | None,
-        summarize_view: Callable[..., Any] | None,
-        reuse_recaps: bool,  # noqa: FBT001
-        recaps: RecapStore | None,
-        calibration: Calibration | None,
-    ) -> Compact:
+    def _compact(self, fitted: _Fit, history: list[BaseMessage], inputs: CallInputs) -> Compact:
         """The compaction step, told what the window leaves the history.
 
         The recap's cap is stated to the summariser in the provider's tokens: the
         calibration's ratio times the cap in the counter's tokens.
         """
+        calibration = inputs.get("calibration")
         budget = fitted.budget
         overhead = budget.fixed + self._tokens([fitted.block]) + self._tokens(fitted.turn)
         known = fitted.real.window != UNKNOWN_WINDOW
@@ -848,10 +779,10 @@ class WindowAssembler:
             self.compactor,
             history,
             {
-                "summary": summary,
-                "summarize_view": summarize_view,
-                "reuse_recaps": reuse_recaps,
-                "recaps": recaps,
+                "summary": inputs.get("summary"),
+                "summarize_view": inputs.get("summarize_view"),
+                "reuse_recaps": inputs.get("reuse_recaps", True),
+                "recaps": inputs.get("recaps"),
                 "overhead_tokens": overhead,
                 "ceiling_tokens": budget.ceiling if known else None,
                 "room_tokens": self.history_room(budget) if known else None,
