@@ -43,7 +43,7 @@ from langchain_contextkit.agents.ledger_log import (
     ledger_record,
 )
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
-from langchain_contextkit.agents.plan import CallInputs, handed_down
+from langchain_contextkit.agents.plan import CallInputs, arun_plan, handed_down, run_plan
 from langchain_contextkit.agents.providers import requires_human_first
 from langchain_contextkit.agents.retrieval_block import CallRetrieval
 from langchain_contextkit.agents.state import (
@@ -75,7 +75,7 @@ from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig,
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Generator, Sequence
 
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AnyMessage
@@ -438,17 +438,43 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
             assembly, self.quality_gate, self.on_gate_fail, system=call.request.system_message
         )
 
-    def _assemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
-        view = None if call.in_place is None else call.in_place.summarize
-        assembly = self.assembler.assemble(call.request.messages, **_inputs(call, shrink, view))
+    def _planned(
+        self, call: _Call, shrink: int, summarize_view: Callable[..., Any] | None
+    ) -> Generator[Any, Any, WindowAssembly]:
+        """The request plan for this call, then the quality gate on what it laid out."""
+        inputs = _inputs(call, shrink, summarize_view)
+        assembly = yield from self.assembler.plan(call.request.messages, **inputs)
         return self._gated(call, assembly)
 
-    async def _aassemble(self, call: _Call, *, shrink: int = 0) -> WindowAssembly:
-        view = None if call.in_place is None else call.in_place.asummarize
-        assembly = await self.assembler.aassemble(
-            call.request.messages, **_inputs(call, shrink, view)
-        )
-        return self._gated(call, assembly)
+    def _flow(
+        self, request: ModelRequest[Any], handler: Callable[..., Any], *, asynchronous: bool
+    ) -> Generator[Any, Any, ExtendedModelResponse[Any]]:
+        """One model call: plan, send, retry once smaller after an overflow, record.
+
+        A generator of the call's I/O (the plan's steps, `_Send`, `_Dispatch`), so one
+        body serves `wrap_model_call` and `awrap_model_call`.
+        """
+        timer = CallTimer()  # the ledger's model_ms and middleware_ms
+        call = self._prepare(request)
+        call.store, call.recaps = self._store_for(request), self._recaps.for_request(request)
+        view = None
+        if call.in_place is not None:
+            view = call.in_place.asummarize if asynchronous else call.in_place.summarize
+        assembly = yield from self._planned(call, 0, view)
+        retried = False
+        try:
+            response = yield _Send(handler, self._sendable(request, assembly), timer)
+        except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
+            shrink = self._retry_shrink(call, assembly, error)
+            assembly = yield from self._planned(call, shrink, view)
+            try:
+                response = yield _Send(handler, self._sendable(request, assembly), timer)
+            except Exception as again:
+                raise refused_twice(assembly.ledger, again) from again
+            retried = True
+        extended, line = self._respond(call, assembly, response, retried=retried, timer=timer)
+        yield _Dispatch(line)
+        return extended
 
     def _retry_shrink(self, call: _Call, assembly: WindowAssembly, error: Exception) -> int:
         """What a retry gives up after `error` (`retry_shrink`); re-raises anything else."""
@@ -505,25 +531,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ExtendedModelResponse[Any]:
         """Send the assembled request instead of the raw history; retry once if too long."""
-        timer = CallTimer()  # the ledger's model_ms and middleware_ms
-        call = self._prepare(request)
-        call.store, call.recaps = self._store_for(request), self._recaps.for_request(request)
-        assembly = self._assemble(call)
-        retried = False
-        try:
-            with timer.model():
-                response = handler(self._sendable(request, assembly))
-        except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
-            assembly = self._assemble(call, shrink=self._retry_shrink(call, assembly, error))
-            try:
-                with timer.model():
-                    response = handler(self._sendable(request, assembly))
-            except Exception as again:
-                raise refused_twice(assembly.ledger, again) from again
-            retried = True
-        extended, line = self._respond(call, assembly, response, retried=retried, timer=timer)
-        dispatch_ledger_line(line)
-        return extended
+        return run_plan(self._flow(request, handler, asynchronous=False))
 
     async def awrap_model_call(
         self,
@@ -531,25 +539,37 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
-        timer = CallTimer()  # the ledger's model_ms and middleware_ms
-        call = self._prepare(request)
-        call.store, call.recaps = self._store_for(request), self._recaps.for_request(request)
-        assembly = await self._aassemble(call)
-        retried = False
-        try:
-            with timer.model():
-                response = await handler(self._sendable(request, assembly))
-        except Exception as error:  # noqa: BLE001 - anything but an overflow is re-raised
-            assembly = await self._aassemble(call, shrink=self._retry_shrink(call, assembly, error))
-            try:
-                with timer.model():
-                    response = await handler(self._sendable(request, assembly))
-            except Exception as again:
-                raise refused_twice(assembly.ledger, again) from again
-            retried = True
-        extended, line = self._respond(call, assembly, response, retried=retried, timer=timer)
-        await adispatch_ledger_line(line)
-        return extended
+        return await arun_plan(self._flow(request, handler, asynchronous=True))
+
+
+@dataclass(frozen=True, slots=True)
+class _Send:
+    """The model call itself: the request handed to the agent's handler, timed."""
+
+    handler: Callable[..., Any]
+    request: ModelRequest[Any]
+    timer: CallTimer
+
+    def run(self) -> ModelResponse[Any]:
+        with self.timer.model():
+            return cast("ModelResponse[Any]", self.handler(self.request))
+
+    async def arun(self) -> ModelResponse[Any]:
+        with self.timer.model():
+            return cast("ModelResponse[Any]", await self.handler(self.request))
+
+
+@dataclass(frozen=True, slots=True)
+class _Dispatch:
+    """The call's ledger line, sent to the run's callbacks."""
+
+    line: dict[str, Any]
+
+    def run(self) -> None:
+        dispatch_ledger_line(self.line)
+
+    async def arun(self) -> None:
+        await adispatch_ledger_line(self.line)
 
 
 def _inputs(call: _Call, shrink: int, summarize_view: Callable[..., Any] | None) -> CallInputs:

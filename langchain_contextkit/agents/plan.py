@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeVar, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from typing_extensions import Unpack
@@ -269,12 +269,18 @@ class Compact:
         return await self.compactor.acompact_view(self.history, **self.arguments)
 
 
+_T = TypeVar("_T")
+
 Step: TypeAlias = "Retrieve | Offload | Cut | Reduce | Compact"
 Plan: TypeAlias = "Generator[Step, Any, WindowAssembly]"
 
 
-def run_plan(plan: Plan) -> WindowAssembly:
-    """Drive a plan with the sync I/O of its steps (no event loop is started)."""
+def run_plan(plan: Generator[Any, Any, _T]) -> _T:
+    """Drive a plan with the sync I/O of its steps (no event loop is started).
+
+    A step is anything with ``run()`` and ``arun()``: the plan's own, and those of a
+    flow around it (the middleware's model call).
+    """
     try:
         step = next(plan)
         while True:
@@ -285,10 +291,10 @@ def run_plan(plan: Plan) -> WindowAssembly:
             else:
                 step = plan.send(answer)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return cast("_T", done.value)
 
 
-async def arun_plan(plan: Plan) -> WindowAssembly:
+async def arun_plan(plan: Generator[Any, Any, _T]) -> _T:
     """Drive a plan with the async I/O of its steps."""
     try:
         step = next(plan)
@@ -300,7 +306,7 @@ async def arun_plan(plan: Plan) -> WindowAssembly:
             else:
                 step = plan.send(answer)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return cast("_T", done.value)
 
 
 # -- the plan -------------------------------------------------------------------------------
