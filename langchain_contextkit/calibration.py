@@ -85,11 +85,8 @@ _SPREAD = 0.1
 _REFUSAL_WEIGHT = 4.0
 """How much more a refused request weighs than a served one once it is not the latest."""
 
-_LEGACY_SIZE = 10_000
-"""The size given to a ratio stored by an older version (which kept no sizes)."""
-
 _ANY_MODEL = "*"
-"""The key of a stated window whose model is unknown (stored by an older version)."""
+"""The key of a stated window whose model is unknown."""
 
 _GROWTH_MIN = 32
 """Estimated tokens a call must add to the one before for its growth to be measured."""
@@ -389,12 +386,10 @@ class Calibration:
 
     @classmethod
     def from_state(cls, stored: object) -> Calibration:
-        """Rebuild from `to_dict` output (or an older version's); anything else is fresh."""
+        """Rebuild from `to_dict` output; anything else is fresh."""
         if not isinstance(stored, Mapping):
             return cls()
         observations = _observations(stored.get("observations"))
-        if observations is None:
-            observations = _legacy_ratios(stored.get("ratios"))
         if observations is None:
             return cls()
         calls = stored.get("calls")
@@ -420,27 +415,11 @@ def _observations(raw: object) -> tuple[Observation, ...] | None:
     )
 
 
-def _legacy_ratios(raw: object) -> tuple[Observation, ...] | None:
-    """An older version's ratios (no sizes): each read as a call of `_LEGACY_SIZE`."""
-    if not isinstance(raw, list) or not all(
-        isinstance(r, (int, float)) and not isinstance(r, bool) for r in raw
-    ):
-        return None
-    return tuple(
-        Observation(_LEGACY_SIZE, max(1, round(_LEGACY_SIZE * r)))
-        for r in raw
-        if r > 0 and math.isfinite(r)
-    )
-
-
 def _windows(stored: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
     windows = stored.get("windows")
     out: dict[str, int] = {}
     if isinstance(windows, Mapping):
         out.update({k: v for k, v in windows.items() if isinstance(k, str) and _is_count(v)})
-    legacy = stored.get("window")  # an older version kept one window, for every model
-    if _is_count(legacy):
-        out.setdefault(_ANY_MODEL, legacy)
     return tuple(sorted(out.items()))
 
 

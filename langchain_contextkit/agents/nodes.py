@@ -25,7 +25,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
 from langchain_contextkit._async import run_sync
-from langchain_contextkit._validate import check_count, one_of
+from langchain_contextkit._validate import check_count
 from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents._stores import SharedRecaps
 from langchain_contextkit.agents.ledger import next_call_number, with_ledger
@@ -248,7 +248,6 @@ def reducer_node(
     summarize: SummarizerLike | None = None,
     token_counter: TokenCounter | None = None,
     config: ReducerConfig | None = None,
-    counter: TokenCounter | None = None,
 ) -> RunnableLambda[Mapping[str, Any], dict[str, Any]]:
     """Build a trajectory-reducer node (sync and async) for one paradigm.
 
@@ -280,7 +279,6 @@ def reducer_node(
         token_counter: Counts the tokens of one string (`count_tokens` by default), as
             in every other node and middleware.
         config: How much recent text stays verbatim (`ReducerConfig`).
-        counter: The reducers' own name for `token_counter` (seed 002), kept as an alias.
 
     Returns:
         A runnable node.
@@ -315,7 +313,7 @@ def reducer_node(
     if paradigm not in _DEFAULT_STATE_KEYS:
         msg = f"paradigm must be one of {sorted(_DEFAULT_STATE_KEYS)}, got {paradigm!r}."
         raise ConfigError(msg)
-    counter = one_of("token_counter", token_counter, "counter", counter) or count_tokens
+    counter = token_counter or count_tokens
     source = state_key or _DEFAULT_STATE_KEYS[paradigm]
     target = output_key or _DEFAULT_OUTPUT_KEYS[paradigm]
     limit = _trajectory_budget(

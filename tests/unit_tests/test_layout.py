@@ -60,3 +60,23 @@ def test_spans_cover_the_request_in_order_and_agree_with_the_scan(
     assert position == len(layout.messages)
     # The cache marks read the spans; the scan of the ids finds the same ends.
     assert layout_ends(layout) == stable_prefix_ends(layout.messages)
+
+
+def test_a_retrieval_block_sent_back_is_dropped_and_rebuilt_next_to_the_question() -> None:
+    from langchain_contextkit import CallableSource, RetrievalResult
+    from langchain_contextkit.agents import WindowAssembler
+
+    def faq(query: str) -> list[RetrievalResult]:
+        return [RetrievalResult(f"Answer for {query}.", 0.9, "rag")]
+
+    assembler = WindowAssembler(window=4_000, sources=[CallableSource("rag", faq)])
+    old_block = HumanMessage("[Knowledge] stale", id=RETRIEVAL_ID)
+    history = [*_turns(4, "old"), old_block, AIMessage("ok"), HumanMessage("now?")]
+    assembly = assembler.assemble(history)
+    blocks = [m for m in assembly.messages if m.id == RETRIEVAL_ID]
+    assert len(blocks) == 1
+    assert "stale" not in blocks[0].text
+    assert assembly.messages[-2] is blocks[0]
+    assert assembly.messages[-1].text == "now?"
+    assert assembly.layout is not None
+    assert assembly.layout.part("retrieval") == blocks

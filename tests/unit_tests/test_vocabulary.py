@@ -62,10 +62,10 @@ def test_every_layer_spells_each_knob_one_way(layer: str) -> None:
             pytest.fail(f"{layer} takes {name!r}; the library calls it {SYNONYMS[name]!r}")
 
 
-def test_a_seed_spelling_is_an_alias_beside_the_one_name() -> None:
+def test_the_reducer_node_names_its_counter_once() -> None:
     node = _parameters(reducer_node)
     assert "token_counter" in node
-    assert "counter" in node
+    assert "counter" not in node
 
 
 def test_the_assembler_options_mean_the_same_in_the_middleware_and_the_node() -> None:
@@ -168,13 +168,9 @@ def test_one_built_assembler_is_handed_down_to_a_middleware_and_a_node() -> None
         ContextKitMiddleware(assembler=object())  # type: ignore[arg-type]
 
 
-def test_reducer_node_takes_its_counter_under_either_name_but_not_both() -> None:
-    from langchain_contextkit import ConfigError, count_tokens
+def test_reducer_node_takes_its_counter_as_token_counter_only() -> None:
+    from langchain_contextkit import count_tokens
 
-    def other(text: str) -> int:
-        return len(text)
-
-    assert reducer_node("agent", budget=100, counter=count_tokens) is not None
     assert reducer_node("agent", budget=100, token_counter=count_tokens) is not None
-    with pytest.raises(ConfigError, match="token_counter= once"):
-        reducer_node("agent", budget=100, token_counter=count_tokens, counter=other)
+    with pytest.raises(TypeError, match="counter"):
+        reducer_node("agent", budget=100, counter=count_tokens)  # type: ignore[call-arg]
