@@ -25,7 +25,7 @@ from langchain_contextkit.quality.drift import (
     check_tolerance,
     compare_figures,
 )
-from langchain_contextkit.quality.result import GateResult
+from langchain_contextkit.quality.gate import GateResult
 
 if TYPE_CHECKING:
     import os

@@ -37,8 +37,8 @@ from langchain_contextkit.calibration import reported_usage
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.quality.ablation import AblationCase
 from langchain_contextkit.quality.eval_result import CaseResult, EvalResult
+from langchain_contextkit.quality.gate import GateResult
 from langchain_contextkit.quality.judges import JudgeSpec, ScoreAnswer, judge_of
-from langchain_contextkit.quality.result import GateResult
 from langchain_contextkit.tokens import count_message_tokens
 
 if TYPE_CHECKING:
