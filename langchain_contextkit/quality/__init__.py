@@ -18,7 +18,7 @@ from langchain_contextkit.quality.ablation import (
 )
 from langchain_contextkit.quality.drift import CaseDelta, Drift, FigureDelta
 from langchain_contextkit.quality.eval_result import CaseResult, EvalResult
-from langchain_contextkit.quality.evaluate import EvalCase, aevaluate, evaluate
+from langchain_contextkit.quality.evaluate import EvalCase, JudgeScore, aevaluate, evaluate
 from langchain_contextkit.quality.gate import (
     Fact,
     GateCheck,
@@ -26,7 +26,6 @@ from langchain_contextkit.quality.gate import (
     QualityGate,
     assert_context_quality,
 )
-from langchain_contextkit.quality.judges import JudgeScore
 
 __all__ = [
     "AblationCase",
