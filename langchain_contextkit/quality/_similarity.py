@@ -15,8 +15,7 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from langchain_contextkit._mmr_matrix import FloatArray
-    from langchain_contextkit.retrieval import RetrievalResult
+    from langchain_contextkit.retrieval import FloatArray, RetrievalResult
 
 __all__ = ["SHINGLE_SIZE", "Redundancy", "redundancy", "shingles"]
 
