@@ -27,7 +27,7 @@ __all__ = [
 DEFAULT_SOURCE_RATIOS: Mapping[str, float] = MappingProxyType(
     {"history": 0.35, "rag": 0.30, "memory": 0.20, "tool": 0.15}
 )
-"""Seed 002's default share of the dynamic region per source."""
+"""The default share of the dynamic region per source."""
 
 _RATIO_SLACK = 1e-9  # ratios such as 0.35 + 0.30 + 0.20 + 0.15 do not sum to 1.0 exactly in floats
 

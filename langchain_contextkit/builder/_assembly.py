@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["SECTION_ORDER", "assemble", "section_names"]
 
 SECTION_ORDER = ("memory", "rag", "notes", "history", "tool")
-"""Fixed layout between the system prompt and the current question (seed 004's golden
+"""Fixed layout between the system prompt and the current question (the golden
 positions: the system prompt first, the current question last). Other source names follow
 these, in the order of `source_ratios`."""
 

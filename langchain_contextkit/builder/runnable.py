@@ -5,38 +5,6 @@ source's candidates with MMR, shares the token budget between sources (two round
 borrowing) and lays the kept candidates out in a fixed order: system prompt, memory, rag,
 notes, history, tool, current question. It never reranks: the sources' ranking is the
 baseline. Every decision is in a `ContextReport`.
-
-```python
-from langchain_contextkit import CallableSource, ContextBuilder, ContextConfig, RetrievalResult
-
-
-def search_docs(query: str) -> list[RetrievalResult]:
-    return [
-        RetrievalResult(
-            content="Meals are capped at 80 per day, no receipt needed.", score=0.9, source="rag"
-        ),
-        RetrievalResult(
-            content="Hotels are capped at 500 per night, receipt required.", score=0.7, source="rag"
-        ),
-    ]
-
-
-builder = ContextBuilder(ContextConfig.for_window(None, fallback_window=8000))
-context = builder.build(
-    "how much can I spend on meals?",
-    sources=[CallableSource("rag", search_docs)],
-    system_prompt="You are a finance assistant.",
-)
-print(context)
-# You are a finance assistant.
-#
-# [Knowledge]
-# - Meals are capped at 80 per day, no receipt needed.
-# - Hotels are capped at 500 per night, receipt required.
-#
-# [Current question]
-# how much can I spend on meals?
-```
 """
 
 from __future__ import annotations
@@ -144,7 +112,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         """Create a builder; sources are checked against the config here.
 
         Args:
-            config: Budget knobs; the seed defaults when None (then every call needs
+            config: Budget knobs; the defaults when None (then every call needs
                 `max_tokens` set or an explicit `budget`).
             sources: Default sources for calls that pass none.
             system_prompt: Default system prompt of `build`.

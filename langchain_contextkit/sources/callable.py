@@ -142,16 +142,7 @@ class CallableSource(ContextSource):
         *,
         callbacks: Callbacks = None,
     ) -> list[RetrievalResult]:
-        """Call the callable and convert what it returns.
-
-        Args:
-            query: The query.
-            scope: The run's session, passed on as `pass_scope` says.
-            callbacks: LangChain callbacks; runnables and retrievers the callable
-                invokes nest under them.
-
-        Returns:
-            At most `k` results labelled with this source's name.
+        """Call the callable (an awaitable it returns is run to completion) and convert.
 
         Raises:
             TypeError: If the callable returns something other than an iterable of

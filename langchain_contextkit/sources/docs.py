@@ -64,23 +64,7 @@ _SEARCH = (
 
 
 class DocsIndex:
-    """BM25 over chunks: an in-memory SQLite FTS5 index, built once. Thread-safe.
-
-    Example:
-        ```python
-        from langchain_contextkit.sources.docs import DocsIndex
-        from langchain_contextkit.sources.chunking import DocChunk
-
-        index = DocsIndex(
-            [
-                DocChunk(text="Meals are capped at 80 per day.", path="a.md"),
-                DocChunk(text="Hotels need a receipt.", path="b.md"),
-            ]
-        )
-        print([chunk.path for chunk, score in index.search("hotel receipts")])
-        # ['b.md']
-        ```
-    """
+    """BM25 over chunks: an in-memory SQLite FTS5 index, built once. Thread-safe."""
 
     def __init__(self, chunks: Iterable[DocChunk]) -> None:
         """Index the chunks.
