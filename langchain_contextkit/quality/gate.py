@@ -32,8 +32,7 @@ from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.tokens import TokenCounter, count_message_tokens, count_tokens
 
 if TYPE_CHECKING:
-    from langchain_contextkit._mmr_matrix import FloatArray
-    from langchain_contextkit.retrieval import RetrievalResult
+    from langchain_contextkit.retrieval import FloatArray, RetrievalResult
 
 __all__ = ["Fact", "Figure", "GateCheck", "GateResult", "QualityGate", "assert_context_quality"]
 
