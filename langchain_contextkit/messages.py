@@ -289,7 +289,7 @@ def _applied(
             out.append(HumanMessage(_prefixed(message.content, SYSTEM_NOTE), id=message.id))
             repairs.append(MessageRepair(i, "system_note", _NOTE_DETAIL))
             continue
-        if in_block and found:
+        if found and has_tool_calls(message):
             message = _mended_calls(message, i, found, due, repairs)  # noqa: PLW2901
         out.append(message)
     out += due
