@@ -43,6 +43,7 @@ def message_key(message: BaseMessage) -> MessageKey:
     """
     fields = vars(message)  # pydantic keeps fields here; getattr of a missing one is slow
     content = fields["content"]
+    valid, invalid = fields.get("tool_calls"), fields.get("invalid_tool_calls")
     return (
         fields["type"],
         fields.get("role"),
@@ -50,15 +51,13 @@ def message_key(message: BaseMessage) -> MessageKey:
         if isinstance(content, str)
         else tuple(b if isinstance(b, str) else as_text(b) for b in content),
         fields.get("name"),
-        _calls_key(fields.get("tool_calls")),
-        _calls_key(fields.get("invalid_tool_calls")),
+        _calls_key(valid) if valid else (),  # (most messages call nothing)
+        _calls_key(invalid) if invalid else (),
         fields.get("tool_call_id"),
     )
 
 
-def _calls_key(calls: Sequence[Mapping[str, Any]] | None) -> tuple[Call, ...]:
-    if not calls:
-        return ()
+def _calls_key(calls: Sequence[Mapping[str, Any]]) -> tuple[Call, ...]:
     return tuple(
         (call.get("name"), as_arguments(call.get("args")), call.get("id")) for call in calls
     )

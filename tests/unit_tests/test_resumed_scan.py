@@ -58,3 +58,18 @@ def test_the_index_clean_state_never_hides_a_problem(
             [*history, *tail]
         ):
             assert _valid_request(head, kept, known, tail)
+
+
+def test_the_rules_can_state_geminis_turn_before_a_call() -> None:
+    """A function call must follow a user turn or a function response (Gemini's rule)."""
+    from langchain_contextkit._message_rules import scan
+    from langchain_contextkit.messages import ListRules
+
+    gemini = ListRules(human_first=True, call_after=(HumanMessage, ToolMessage))
+    call = [{"name": "f", "args": {}, "id": "c1"}]
+    ok = [HumanMessage("q"), AIMessage("", tool_calls=call), ToolMessage("r", tool_call_id="c1")]
+    assert scan(ok, gemini)[0] == []
+    late = [HumanMessage("q"), AIMessage("thinking"), AIMessage("", tool_calls=call)]
+    late.append(ToolMessage("r", tool_call_id="c1"))
+    assert [(p.code, p.index) for p in scan(late, gemini)[0]] == [("call_not_after_user", 2)]
+    assert scan(late, ListRules())[0] == []
