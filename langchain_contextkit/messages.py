@@ -290,7 +290,7 @@ def _applied(
             repairs.append(MessageRepair(i, "system_note", _NOTE_DETAIL))
             continue
         if found and has_tool_calls(message):
-            message = _mended_calls(message, i, found, due, repairs)  # noqa: PLW2901
+            message = _mended_calls(message, i, found, due, repairs)  # noqa: PLW2901 - its copy
         out.append(message)
     out += due
     repairs.sort(key=_REPAIR_INDEX)
