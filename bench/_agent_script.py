@@ -22,12 +22,12 @@ import random
 import re
 from typing import TYPE_CHECKING, Any
 
+import _stub_path  # noqa: F401 - puts tests/ on sys.path for provider_stubs
 from langchain_core.tools import tool
-
-from langchain_contextkit.testing.openai_stub import Reply, ToolCall, content_text
+from provider_stubs.openai_stub import Reply, ToolCall, content_text
 
 if TYPE_CHECKING:
-    from langchain_contextkit.testing.openai_stub import Kind
+    from provider_stubs.openai_stub import Kind
 
 TOOL_NAME = "lookup_record"
 PARALLEL_EVERY = 5

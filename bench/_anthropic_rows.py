@@ -35,22 +35,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import _agent_script as script
+import _stub_path  # noqa: F401 - puts tests/ on sys.path for provider_stubs
 from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from provider_stubs.anthropic_stub import AnthropicRecord, AnthropicStub, Reply
 
 from langchain_contextkit import CallableSource, ContextKitMiddleware, RetrievalResult
-from langchain_contextkit.testing.anthropic_stub import AnthropicRecord, AnthropicStub, Reply
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from langchain.agents.middleware import AgentMiddleware
     from langchain_anthropic import ChatAnthropic
-
-    from langchain_contextkit.testing.openai_stub import Kind
+    from provider_stubs.openai_stub import Kind
 
     Factory = Callable[[ChatAnthropic], list[AgentMiddleware[Any, Any, Any]]]
 

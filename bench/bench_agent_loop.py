@@ -6,7 +6,7 @@
 
 One scripted support conversation (`_agent_script.py`) is played through
 `langchain.agents.create_agent` + `langchain_openai.ChatOpenAI` against
-`langchain_contextkit.testing.openai_stub.OpenAIStub` on 127.0.0.1: a fresh stub (and prompt
+`provider_stubs.openai_stub.OpenAIStub` on 127.0.0.1: a fresh stub (and prompt
 cache) per run, which rejects invalid tool-message order and over-window prompts with HTTP
 400 like the real service, and reports cl100k prompt tokens and OpenAI-style cached tokens
 (longest prefix shared with an earlier request, from 1,024 tokens, in 128-token steps).
@@ -75,10 +75,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _agent_script as script
+import _stub_path  # noqa: F401 - puts tests/ on sys.path for provider_stubs
 from _anthropic_rows import bench_anthropic
+from provider_stubs.openai_stub import OpenAIStub, Reply, ToolCall, content_text
 
 from langchain_contextkit.agents.middleware import ContextKitMiddleware
-from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall, content_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -87,8 +88,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from langchain_core.tools import BaseTool
     from langchain_openai import ChatOpenAI
-
-    from langchain_contextkit.testing.openai_stub import Kind, RequestRecord, Responder
+    from provider_stubs.openai_stub import Kind, RequestRecord, Responder
 
     Factory = Callable[[ChatOpenAI], AgentMiddleware[Any, Any, Any] | None]
 

@@ -5,7 +5,7 @@
     python bench/bench_facts.py --languages de,ru --show-recaps
 
 A multi-turn `langchain.agents.create_agent` run through `langchain_openai.ChatOpenAI`
-against `langchain_contextkit.testing.openai_stub.OpenAIStub` on 127.0.0.1 (HTTP 400 above the
+against `provider_stubs.openai_stub.OpenAIStub` on 127.0.0.1 (HTTP 400 above the
 window). Every user turn is ~700 characters of one language's man pages (read from
 /usr/share/man/<lang> at run time with `corpus.man_pages`) with ONE planted line among
 them, ``Fact: the code for item-N is CODE.`` (a distinct 6-digit code per turn from a
@@ -97,7 +97,15 @@ from langgraph.store.memory import InMemoryStore
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import _stub_path  # noqa: F401 - puts tests/ on sys.path for provider_stubs
 import corpus
+from provider_stubs.openai_stub import (
+    OpenAIStub,
+    Reply,
+    Responder,
+    ToolCall,
+    content_text,
+)
 
 from langchain_contextkit import ContextKitMiddleware
 from langchain_contextkit.agents.middleware import LEDGER_KEY
@@ -105,13 +113,6 @@ from langchain_contextkit.agents.offload_stores import NoteOffloadStore
 from langchain_contextkit.agents.tool_results import OffloadConfig
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX
 from langchain_contextkit.notes import NoteStore, StoreNoteStore
-from langchain_contextkit.testing.openai_stub import (
-    OpenAIStub,
-    Reply,
-    Responder,
-    ToolCall,
-    content_text,
-)
 from langchain_contextkit.tools import NoteTool
 
 if TYPE_CHECKING:

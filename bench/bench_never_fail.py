@@ -45,10 +45,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import _stub_path  # noqa: F401 - puts tests/ on sys.path for provider_stubs
 from bench_real_tokens import man_text, piece  # the same text, read the same way
+from provider_stubs.openai_stub import OpenAIStub, Reply, ToolCall
 
 from langchain_contextkit import ContextKitMiddleware
-from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall
 
 WINDOW = 4_000
 MAX_OUTPUT = 256

@@ -1,26 +1,11 @@
-"""SQLite FTS5 plumbing shared by the note search and the document search.
+"""SQLite FTS5 plumbing shared by the note search and the document search (BM25, in memory).
 
-Both rank with FTS5's `bm25()` (Okapi BM25, k1 = 1.2, b = 0.75) over an in-memory
-database. SQLite ships with CPython, so this adds no dependency.
-
-FTS5's `unicode61` tokenizer splits on spaces and punctuation, which leaves a run of
-Chinese (or Japanese) text as one giant token. Before indexing, each such run is therefore
-spelled out as its characters and its character bigrams (`index_text`), the scheme of
-Lucene's CJK analyzer; a query uses the bigrams of each run, or its lone character for a
-one-character run (`query_terms`), so "依赖冲突" finds "依赖版本冲突" through 依赖 and 冲突.
-Other scripts go through `unicode61` plus the Porter stemmer (`TOKENIZE`), so "locks"
-finds "lock".
-
-`unicode61` also keeps ``KestrelConsumerLag`` as one token and cuts ``kestrel_consumer_lag``
-and ``kestrel-consumer-lag`` into three, so neither spelling would find the other, nor
-would "kestrel consumer lag" find the first. Each identifier is therefore indexed whole
-*and* in parts: its pieces split at ``_`` and ``-`` and at case changes and letter/digit
-changes (``HTTPServer`` → HTTP, Server; ``http2Server`` → http, 2, Server), plus the
-pieces run together (``kestrelconsumerlag``). A query asks for the same whole and parts,
-and for its neighbouring words run together as well (up to four: "kestrel consumer lag"
-also asks for ``kestrelconsumerlag``), so any spelling finds any other, and a passage
-holding the identifier itself (a rare token, so a heavy one) ranks above one that only
-mentions its words in passing.
+FTS5's `unicode61` tokenizer leaves a run of Chinese or Japanese text as one token and
+cannot match ``KestrelConsumerLag`` with ``kestrel_consumer_lag`` or "kestrel consumer lag".
+So `index_text` spells a CJK run out as its characters and bigrams (Lucene's CJK scheme) and
+each identifier whole, in parts (at ``_``, ``-``, case and digit changes) and run together;
+`query_terms` asks for the same terms, plus neighbouring words run together (up to four).
+Other scripts go through `unicode61` and the Porter stemmer (`TOKENIZE`).
 """
 
 from __future__ import annotations

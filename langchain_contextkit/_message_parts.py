@@ -1,7 +1,8 @@
-"""What a message's token count reads of it: its memo key and the texts to count.
+"""What a message's token count reads of it: its cache key and the texts to count.
 
-`tokens.message_token_costs` keys its process memo by every counted field (`message_key`)
-and counts a missing message from its parts (`message_parts`). A cold history needs both
+`tokens.message_token_costs` keys the one message cache (`_message_cache`) by every
+counted field (`message_key`) and counts a missing message from its parts
+(`message_parts`). A cold history needs both
 for every message, so the parts are read from the key where the key already holds them:
 each tool call's arguments are JSON-encoded once per call, not once for the key and again
 for the parts (the JSON was most of a tool-calling message's cost).
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+
+from langchain_contextkit._message_cache import text_counts
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +43,7 @@ def message_key(message: BaseMessage) -> MessageKey:
     """
     fields = vars(message)  # pydantic keeps fields here; getattr of a missing one is slow
     content = fields["content"]
+    valid, invalid = fields.get("tool_calls"), fields.get("invalid_tool_calls")
     return (
         fields["type"],
         fields.get("role"),
@@ -47,15 +51,13 @@ def message_key(message: BaseMessage) -> MessageKey:
         if isinstance(content, str)
         else tuple(b if isinstance(b, str) else as_text(b) for b in content),
         fields.get("name"),
-        _calls_key(fields.get("tool_calls")),
-        _calls_key(fields.get("invalid_tool_calls")),
+        _calls_key(valid) if valid else (),  # (most messages call nothing)
+        _calls_key(invalid) if invalid else (),
         fields.get("tool_call_id"),
     )
 
 
-def _calls_key(calls: Sequence[Mapping[str, Any]] | None) -> tuple[Call, ...]:
-    if not calls:
-        return ()
+def _calls_key(calls: Sequence[Mapping[str, Any]]) -> tuple[Call, ...]:
     return tuple(
         (call.get("name"), as_arguments(call.get("args")), call.get("id")) for call in calls
     )
@@ -121,19 +123,7 @@ def _block_parts(
 
 def _role_tokens(role: str, counter: TokenCounter) -> int:
     """Tokens of a role name, counted once per counter (a handful of names recur)."""
-    try:
-        cost = _ROLE_TOKENS.get((counter, role))
-    except TypeError:  # a counter that cannot be hashed cannot key the memo
-        return counter(role)
-    if cost is None:
-        cost = counter(role)
-        if len(_ROLE_TOKENS) < _MAX_ROLES:
-            _ROLE_TOKENS[counter, role] = cost
-    return cost
-
-
-_ROLE_TOKENS: dict[tuple[TokenCounter, str], int] = {}
-_MAX_ROLES = 4096
+    return text_counts([role], counter, lambda texts: list(map(counter, texts)), shortest=0)[0]
 
 
 def _block_text(block: Mapping[str, Any]) -> str:

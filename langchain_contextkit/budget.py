@@ -1,24 +1,8 @@
-"""The builder's token budget: its knobs (`ContextConfig`) and the per-source quota allocator.
+"""The builder's token budget: its knobs (`ContextConfig`) and the two-round quota allocator.
 
-Explicit allocation, not passive accumulation: every stream that competes for the window
-draws from one ledger, so no part of a prompt can silently eat another.
-
-- `ContextConfig` holds the builder's knobs (seed defaults) and validates them at
-  construction: ratios in range, summing to at most 1, every quota able to hold one
-  `min_chunk_tokens` candidate.
-- `allocate` is the two-round quota allocator: round one gives each source its ratio of the
-  budget; round two lends idle tokens to sources that still have candidates, in proportion
-  to what each still wants, then fills what is left with any candidate that still fits.
-
-A model's whole window (output reserve, fixed parts, retrieval, trajectory) is split by
-[`WindowBudget`][langchain_contextkit.window_budget.WindowBudget].
-
-```python
-from langchain_contextkit.budget import ContextConfig
-
-config = ContextConfig.for_window(None, fallback_window=8000)
-assert config.max_tokens == 4000
-```
+Round one gives each source its ratio of the budget; round two lends idle tokens to the
+sources that still have candidates, in proportion to what each still wants. A model's whole
+window is split by [`WindowBudget`][langchain_contextkit.window_budget.WindowBudget].
 """
 
 from __future__ import annotations
@@ -43,7 +27,7 @@ __all__ = [
 DEFAULT_SOURCE_RATIOS: Mapping[str, float] = MappingProxyType(
     {"history": 0.35, "rag": 0.30, "memory": 0.20, "tool": 0.15}
 )
-"""Seed 002's default share of the dynamic region per source."""
+"""The default share of the dynamic region per source."""
 
 _RATIO_SLACK = 1e-9  # ratios such as 0.35 + 0.30 + 0.20 + 0.15 do not sum to 1.0 exactly in floats
 
@@ -87,11 +71,8 @@ class ContextConfig:
     """The size of one candidate that every quota must be able to hold (a sanity check)."""
 
     data_boundary_sections: frozenset[str] | None = None
-    """Sections whose text is fenced as data, not instructions (`with_data_boundary`).
-
-    None (the default) fences the ``rag`` and ``tool`` sections of a block
-    (`build_block`, what agents inject) and nothing in the flat `build`, whose layout
-    seed 002 fixes byte for byte; a set applies to both."""
+    """Sections fenced as data, not instructions (`with_data_boundary`). None: the ``rag``
+    and ``tool`` sections of a block (`build_block`), nothing in the flat `build`."""
 
     def __post_init__(self) -> None:
         """Validate every knob; a bad configuration fails here, before any fetch."""
@@ -207,10 +188,8 @@ class ContextConfig:
 class SourceDemand:
     """What one source asks of the budget: its candidates' costs and their priority order.
 
-    `order` may be lazy (a generator of MMR picks): the allocator pulls from it only while
-    the source has room for at least its cheapest candidate, so a long ranking is never
-    computed past what the budget can use. Candidates `order` never yields (near-duplicates
-    MMR dropped) are never kept.
+    `order` may be lazy (MMR picks): the allocator pulls from it only while the source has
+    room for its cheapest candidate. Candidates it never yields are never kept.
     """
 
     name: str
@@ -343,12 +322,10 @@ def allocate(
     """Split `budget` tokens between sources in two rounds.
 
     Round one gives each source `int(budget * ratio)` and keeps its candidates in priority
-    order while they fit (a candidate that does not fit is skipped, a smaller one after it
-    may still fit). Round two, when `allow_borrow`, pools every idle token (unused quota,
-    quota of absent sources, the share no ratio claims) and lends it to the sources that
-    still have candidates, in proportion to how many tokens each still wants (not by input
-    order); a last pass then gives what is still idle to any candidate that fits, so no
-    token stays idle while a candidate that would fit is left out.
+    order while they fit (one that does not fit is skipped; a smaller one after it may
+    fit). Round two, when `allow_borrow`, pools every idle token and lends it to the
+    sources that still have candidates, in proportion to what each still wants; a last
+    pass gives what is still idle to any candidate that fits.
 
     Args:
         budget: Tokens to share.

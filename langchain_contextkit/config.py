@@ -1,21 +1,11 @@
 """The aggregate configuration: every sub-config in one container, set once at the root.
 
 `ContextKitConfig` holds the builder's `ContextConfig`, the reducers' `ReducerConfig`, the
-compactor's `CompactionConfig` and the window ledger's `WindowBudgetConfig`. Set it once
-where the application is assembled and pass the sections down. It serialises to plain
-dicts and YAML (missing sections and fields take their defaults; an unknown key or a value
-of the wrong type is a `ConfigError` that names the key's full path, such as
-``compaction.keep_recnt``), and `for_window` derives a copy whose `context.max_tokens`
-comes from a model's window.
-
-When the builder or the compactor runs inside an agent, the shared `WindowBudget` gives the
-retrieval block's and the trajectory's budgets, so `context.max_tokens` may stay unset;
-only a standalone `build` / `build_block(budget=None)` call needs it.
-
-The one root module that imports from the layers above the core (their config classes):
-it aggregates them, and nothing in the library imports it.
-
-A configuration file (every section and field is optional):
+compactor's `CompactionConfig` and the window ledger's `WindowBudgetConfig`, and reads and
+writes them as plain dicts and YAML. An unknown key or a value of the wrong type is a
+`ConfigError` naming the key's full path (``compaction.keep_recnt``). The sections' classes
+live in the layers above this module, so they are imported when first needed, never at
+import time: imports point one way. A configuration file (every field is optional):
 
 ```yaml
 context:
@@ -42,15 +32,17 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
-from langchain_contextkit.budget import ContextConfig
-from langchain_contextkit.compaction.compactor import CompactionConfig
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.reducers.base import ReducerConfig
-from langchain_contextkit.window_budget import WindowBudgetConfig
+
+if TYPE_CHECKING:
+    from langchain_contextkit.budget import ContextConfig
+    from langchain_contextkit.compaction import CompactionConfig
+    from langchain_contextkit.reducers import ReducerConfig
+    from langchain_contextkit.window_budget import WindowBudgetConfig
 
 __all__ = ["ContextKitConfig"]
 
@@ -65,6 +57,27 @@ _SIMPLE: dict[object, tuple[str, str]] = {
 """How an error names a scalar type: singular, plural."""
 _SHOW = reprlib.Repr()  # shortens long values in error messages
 _SHOW.maxstring = _SHOW.maxother = _SHOW.maxlong = 60
+
+
+@functools.cache
+def _sections() -> dict[str, Any]:
+    """Section name -> config class, in field order (imported on first use: see the module)."""
+    from langchain_contextkit.budget import ContextConfig  # noqa: PLC0415
+    from langchain_contextkit.compaction import CompactionConfig  # noqa: PLC0415
+    from langchain_contextkit.reducers import ReducerConfig  # noqa: PLC0415
+    from langchain_contextkit.window_budget import WindowBudgetConfig  # noqa: PLC0415
+
+    return {
+        "context": ContextConfig,
+        "reducer": ReducerConfig,
+        "compaction": CompactionConfig,
+        "window_budget": WindowBudgetConfig,
+    }
+
+
+def _new(section: str) -> Any:  # noqa: ANN401 - a section's config
+    """A section's default config."""
+    return _sections()[section]()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -90,16 +103,18 @@ class ContextKitConfig:
         ```
     """
 
-    context: ContextConfig = field(default_factory=ContextConfig)
+    context: ContextConfig = field(default_factory=functools.partial(_new, "context"))
     """The context builder's budget knobs (`max_tokens` may stay unset inside an agent)."""
 
-    reducer: ReducerConfig = field(default_factory=ReducerConfig)
+    reducer: ReducerConfig = field(default_factory=functools.partial(_new, "reducer"))
     """How much recent trajectory the reducers keep verbatim."""
 
-    compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    compaction: CompactionConfig = field(default_factory=functools.partial(_new, "compaction"))
     """The history compactor's knobs."""
 
-    window_budget: WindowBudgetConfig = field(default_factory=WindowBudgetConfig)
+    window_budget: WindowBudgetConfig = field(
+        default_factory=functools.partial(_new, "window_budget")
+    )
     """The window ledger's knobs (output reserve, retrieval share)."""
 
     def __post_init__(self) -> None:
@@ -212,22 +227,16 @@ class ContextKitConfig:
             ConfigError: If the window is unknown and no fallback is given, or the
                 resulting budget is out of range.
         """
+        context_config = _sections()["context"]
         others = {
             item.name: getattr(self.context, item.name)
-            for item in dataclasses.fields(ContextConfig)
+            for item in dataclasses.fields(context_config)
             if item.name != "max_tokens"
         }
-        context = ContextConfig.for_window(
+        context = context_config.for_window(
             context_window, use_ratio=use_ratio, fallback_window=fallback_window, **others
         )
         return dataclasses.replace(self, context=context)
-
-
-@functools.cache
-def _sections() -> dict[str, type]:
-    """Section name -> config class, in field order."""
-    hints = typing.get_type_hints(ContextKitConfig)
-    return {item.name: hints[item.name] for item in dataclasses.fields(ContextKitConfig)}
 
 
 def _field_hints(section_type: type[Any]) -> dict[str, Any]:

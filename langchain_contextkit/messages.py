@@ -9,11 +9,11 @@ one set of rules decides what a provider would reject:
   parallel calls and their results stay together; `invalid_tool_calls` (arguments that
   were not valid JSON) are calls too, as the providers' adapters send them, and every
   call has an id;
-- optionally (Anthropic, Gemini), the first non-system message is a human message.
+- optionally (Anthropic, Bedrock), the first non-system message is a human message.
 
 Where a system message after the start is accepted depends on the provider
 (`system_placement_for`); a list that breaks a rule is made valid, for the request only,
-by `repair_messages`.
+by `repair_messages`. Both read one scan of the rules (`_message_rules`).
 
 The list is read as *units*: an `AIMessage` with tool calls together with the tool
 messages that follow it is one unit; every other message is a unit of its own. Cutting
@@ -24,23 +24,22 @@ from __future__ import annotations
 
 import logging
 import operator
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_contextkit._message_repair import MessageRepair, RepairKind, repair_walk
 from langchain_contextkit._message_rules import (
     CleanScan,
+    ListRules,
+    MessageProblem,
+    ProblemCode,
     SystemPlacement,
-    call_ids,
     has_tool_calls,
     resume_scan,
-    system_in_place,
+    scan,
     system_placement_for,
 )
-from langchain_contextkit._same_messages import starts_with
 from langchain_contextkit.errors import ContextWindowExceeded, InvalidMessagesError
 from langchain_contextkit.tokens import (
     REPLY_PRIMING,
@@ -54,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CleanScan",
+    "ListRules",
     "MessageProblem",
     "MessageRepair",
     "ProblemCode",
@@ -75,35 +75,7 @@ __all__ = [
     "unit_starts",
 ]
 
-ProblemCode = Literal[
-    "misplaced_system",
-    "orphan_tool_result",
-    "duplicate_tool_result",
-    "unanswered_tool_call",
-    "tool_call_without_id",
-    "first_not_human",
-]
-
 _logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class MessageProblem:
-    """One reason a provider would reject a message list.
-
-    Attributes:
-        index: Position of the offending message.
-        code: A stable machine-readable name for the rule broken.
-        detail: A sentence for humans.
-    """
-
-    index: int
-    code: ProblemCode
-    detail: str
-
-    def __str__(self) -> str:
-        """Render as ``message 3: detail``."""
-        return f"message {self.index}: {self.detail}"
 
 
 def find_message_problems(
@@ -118,7 +90,7 @@ def find_message_problems(
     Args:
         messages: The list as it would be sent.
         require_human_first: Also require the first non-system message to be a human
-            message (Anthropic and Gemini reject anything else).
+            message (Anthropic and Bedrock reject anything else).
         allow_pending_tool_calls: Accept tool calls of the *last* unit that have no result
             yet (a graph's state between the model and the tool node); a request sent to
             a provider never allows this.
@@ -147,107 +119,12 @@ def find_message_problems(
         # orphan_tool_result
         ```
     """
-    if _clean(messages, allow_pending=allow_pending_tool_calls) and not (
-        require_human_first and _first_not_human(messages)
-    ):
-        return []  # the common case, checked by a tight loop; a problem gets the full scan
-    scan = _Scan(len(messages), allow_pending_tool_calls=allow_pending_tool_calls)
-    for i, message in enumerate(messages):
-        scan.visit(i, message)
-    scan.close_block(len(messages))
-    problems = scan.problems
-    if system_messages != "leading":  # some late system messages may stay where they are
-        problems = [
-            p
-            for p in problems
-            if p.code != "misplaced_system"
-            or not system_in_place(messages, p.index, system_messages)
-        ]
-    first = scan.first_other
-    if require_human_first and first is not None and not isinstance(messages[first], HumanMessage):
-        problems.append(
-            MessageProblem(
-                first,
-                "first_not_human",
-                f"the first non-system message is {messages[first].type!r}, not 'human'",
-            )
-        )
-    problems.sort(key=lambda p: p.index)
-    return problems
-
-
-def _clean(messages: Sequence[BaseMessage], *, allow_pending: bool) -> bool:
-    """Whether `_Scan` would find no problem (the same rules, without reporting any)."""
-    scan = resume_scan(CleanScan(), messages)
-    return scan is not None and (allow_pending or not scan.open_calls)
-
-
-def _first_not_human(messages: Sequence[BaseMessage]) -> bool:
-    first = next((m for m in messages if not isinstance(m, SystemMessage)), None)
-    return first is not None and not isinstance(first, HumanMessage)
-
-
-class _Scan:
-    """One pass over a message list, collecting problems (see `find_message_problems`)."""
-
-    def __init__(self, length: int, *, allow_pending_tool_calls: bool) -> None:
-        self.length = length
-        self.allow_pending = allow_pending_tool_calls
-        self.problems: list[MessageProblem] = []
-        self.first_other: int | None = None  # index of the first non-system message
-        self.open_calls: dict[str, int] = {}  # call id -> index of the AI message waiting
-        self.answered: set[str] = set()
-        self.in_block = False  # inside the tool results of an AI message with tool calls
-
-    def visit(self, i: int, message: BaseMessage) -> None:
-        if isinstance(message, ToolMessage):
-            self._tool_result(i, message.tool_call_id)
-        else:
-            self.close_block(i)
-            if isinstance(message, SystemMessage):
-                if self.first_other is not None:
-                    self._add(i, "misplaced_system", "system message after the conversation began")
-                return
-            if has_tool_calls(message):
-                self.in_block = True
-                for call_id in call_ids(message):
-                    if call_id:
-                        self.open_calls[call_id] = i
-                    else:
-                        self._add(i, "tool_call_without_id", "a tool call has no id")
-        if self.first_other is None:
-            self.first_other = i
-
-    def _tool_result(self, i: int, call_id: str) -> None:
-        if self.in_block and call_id in self.open_calls:
-            del self.open_calls[call_id]
-            self.answered.add(call_id)
-        elif self.in_block and call_id in self.answered:
-            self._add(i, "duplicate_tool_result", f"tool call {call_id!r} is answered twice")
-        else:
-            self._add(
-                i,
-                "orphan_tool_result",
-                f"tool result for call {call_id!r} does not answer a tool call "
-                "of the preceding AI message",
-            )
-
-    def close_block(self, at: int) -> None:
-        """The tool block (if any) ends before message `at`: its calls must be answered."""
-        pending_ok = self.allow_pending and at == self.length
-        for call_id, index in self.open_calls.items():
-            if not pending_ok:
-                self._add(
-                    index,
-                    "unanswered_tool_call",
-                    f"tool call {call_id!r} has no tool result before the next non-tool message",
-                )
-        self.open_calls.clear()
-        self.answered.clear()
-        self.in_block = False
-
-    def _add(self, index: int, code: ProblemCode, detail: str) -> None:
-        self.problems.append(MessageProblem(index, code, detail))
+    rules = ListRules(
+        system=system_messages,
+        human_first=require_human_first,
+        pending_calls=allow_pending_tool_calls,
+    )
+    return scan(messages, rules)[0]
 
 
 def check_messages(
@@ -272,14 +149,54 @@ def check_messages(
         raise InvalidMessagesError(problems)
 
 
+RepairKind = Literal[
+    "unanswered_call",
+    "orphan_result",
+    "duplicate_result",
+    "call_without_id",
+    "system_note",
+]
+
+NO_RESULT = "No result was recorded for this call."
+"""The synthetic error result that answers a call the history never answered."""
+
+SYSTEM_NOTE = "[System note]"
+"""What marks a system message sent as a human message (a provider that only takes one
+at the start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRepair:
+    """One change `repair_messages` made to a list so that a provider accepts it.
+
+    Attributes:
+        index: Position, in the list given, of the message the repair is about.
+        kind: What was done: ``"unanswered_call"`` (a synthetic error result added),
+            ``"orphan_result"`` / ``"duplicate_result"`` (a result that answers no call
+            of the preceding AI message, or one already answered, kept as a human note),
+            ``"call_without_id"`` (a call nothing could answer, left out) or
+            ``"system_note"`` (a system message the provider would move or refuse there,
+            sent as a human note in its place).
+        detail: A sentence for the log.
+    """
+
+    index: int
+    kind: RepairKind
+    detail: str
+
+    def __str__(self) -> str:
+        """Render as ``message 3: detail``."""
+        return f"message {self.index}: {self.detail}"
+
+
 def repair_messages(
     messages: Sequence[BaseMessage], *, system_messages: SystemPlacement = "leading"
 ) -> tuple[list[BaseMessage], list[MessageRepair]]:
     """A list the provider accepts, made from `messages` with as few changes as possible.
 
     For one request: the list given (and whatever stored it) is not changed. A caller's
-    history may break the rules of `find_message_problems`; each break is mended so that
-    nothing the model wrote or read is lost:
+    history may break the rules of `find_message_problems`; each problem found is mended
+    so that nothing the model wrote or read is lost:
 
     - a tool call with no result gets an error result (`status="error"`, "No result was
       recorded for this call."), as LangChain's agent answers a call it could not run;
@@ -325,14 +242,10 @@ def repair_messages(
         # ['human', 'ai', 'tool', 'human', 'human']
         ```
     """
-    if _CLEAN_MEMO.known_clean(messages):
+    problems = find_message_problems(messages, system_messages=system_messages)
+    if not problems:
         return list(messages), []
-    # The strict rules pass for nearly every list: one scan both decides and is remembered.
-    if _CLEAN_MEMO.remember(messages) or not find_message_problems(
-        messages, system_messages=system_messages
-    ):
-        return list(messages), []
-    fixed, repairs = repair_walk(messages, system_messages)
+    fixed, repairs = _applied(messages, problems)
     broken = [r for r in repairs if r.kind != "system_note"]
     if broken:
         _logger.warning(
@@ -344,42 +257,118 @@ def repair_messages(
     return fixed, repairs
 
 
-class _CleanMemo:
-    """Each thread's last list found clean, and the rules' state at its end.
+def _applied(
+    messages: Sequence[BaseMessage], problems: list[MessageProblem]
+) -> tuple[list[BaseMessage], list[MessageRepair]]:
+    """`messages` with each problem of the scan mended (see `repair_messages`).
 
-    An agent's history only grows: a list that starts with those very objects is
-    checked from there on (a pointer comparison, then the new messages only).
+    A stray result inside a tool block is moved after the block: a human message inside
+    it would close the block before the calls still waiting for their results.
     """
+    by_index: dict[int, list[MessageProblem]] = {}
+    for problem in problems:
+        by_index.setdefault(problem.index, []).append(problem)
+    out: list[BaseMessage] = []
+    repairs: list[MessageRepair] = []
+    due: list[BaseMessage] = []  # error results and notes that go after the open block
+    in_block = False
+    for i, message in enumerate(messages):
+        found = by_index.get(i, ())
+        if isinstance(message, ToolMessage):
+            if not found:
+                out.append(message)
+                continue
+            duplicate = found[0].code == "duplicate_tool_result"
+            (due if in_block else out).append(_result_note(message, duplicate=duplicate))
+            repairs.append(_stray(i, message, duplicate=duplicate))
+            continue
+        out += due
+        due = []
+        in_block = has_tool_calls(message)
+        if isinstance(message, SystemMessage) and found:
+            out.append(HumanMessage(_prefixed(message.content, SYSTEM_NOTE), id=message.id))
+            repairs.append(MessageRepair(i, "system_note", _NOTE_DETAIL))
+            continue
+        if found and has_tool_calls(message):
+            message = _mended_calls(message, i, found, due, repairs)  # noqa: PLW2901 - its copy
+        out.append(message)
+    out += due
+    repairs.sort(key=_REPAIR_INDEX)
+    return out, repairs
 
-    def __init__(self) -> None:
-        self._last = threading.local()
 
-    def known_clean(self, messages: Sequence[BaseMessage]) -> bool:
-        last: tuple[list[BaseMessage], CleanScan] | None = getattr(self._last, "seen", None)
-        if last is None or len(last[0]) > len(messages):
-            return False
-        known, scan = last
-        if not starts_with(messages, known):
-            return False
-        end = resume_scan(scan, messages[len(known) :])
-        if end is None or end.open_calls:
-            return False
-        self._last.seen = (list(messages), end)
-        return True
+def _mended_calls(
+    message: AIMessage,
+    index: int,
+    found: Sequence[MessageProblem],
+    due: list[BaseMessage],
+    repairs: list[MessageRepair],
+) -> AIMessage:
+    """`message` without its calls that have no id; an error result due for each unanswered."""
+    calls = (*message.tool_calls, *message.invalid_tool_calls)
+    dropped = sum(not call.get("id") for call in calls)
+    if dropped:
+        repairs.append(
+            MessageRepair(
+                index, "call_without_id", f"{dropped} tool call(s) without an id left out"
+            )
+        )
+        message = message.model_copy(
+            update={
+                "tool_calls": [c for c in message.tool_calls if c.get("id")],
+                "invalid_tool_calls": [c for c in message.invalid_tool_calls if c.get("id")],
+            }
+        )
+    names = {call.get("id"): call.get("name") or "" for call in reversed(calls)}
+    for problem in found:
+        if problem.code != "unanswered_tool_call":
+            continue
+        name = names.get(problem.call_id, "")
+        due.append(
+            ToolMessage(NO_RESULT, tool_call_id=problem.call_id, name=name or None, status="error")
+        )
+        detail = (
+            f"tool call {problem.call_id!r} ({name or 'unnamed'}) had no result: "
+            "an error result was added"
+        )
+        repairs.append(MessageRepair(index, "unanswered_call", detail))
+    return message
 
-    def remember(self, messages: Sequence[BaseMessage]) -> bool:
-        """Remember `messages` when the strict rules find them clean; say whether they did.
 
-        Clean by the strict rules is clean by every placement `repair_messages` takes.
-        """
-        scan = resume_scan(CleanScan(), messages)
-        if scan is None or scan.open_calls:  # only lists clean by the strict rules
-            return False
-        self._last.seen = (list(messages), scan)
-        return True
+def _stray(index: int, result: ToolMessage, *, duplicate: bool) -> MessageRepair:
+    if duplicate:
+        return MessageRepair(
+            index,
+            "duplicate_result",
+            f"a second result for tool call {result.tool_call_id!r} was kept as a note",
+        )
+    return MessageRepair(
+        index,
+        "orphan_result",
+        f"the result for tool call {result.tool_call_id!r} answers no call of the preceding "
+        "AI message: kept as a note",
+    )
 
 
-_CLEAN_MEMO = _CleanMemo()
+def _result_note(result: ToolMessage, *, duplicate: bool) -> HumanMessage:
+    """A stray tool result as a human message that says what it is."""
+    tool = f" from {result.name}" if result.name else ""
+    what = "Another result" if duplicate else "A tool result"
+    why = "" if duplicate else ", whose call is not in this conversation"
+    head = f"[{what}{tool} for call {result.tool_call_id!r}{why}]"
+    return HumanMessage(_prefixed(result.content, head), id=result.id)
+
+
+def _prefixed(
+    content: str | list[str | dict[str, object]], head: str
+) -> str | list[str | dict[str, object]]:
+    if isinstance(content, str):
+        return f"{head}\n{content}" if content else head
+    return [{"type": "text", "text": head}, *content]
+
+
+_NOTE_DETAIL = "a system message after the conversation began is sent as a human note"
+_REPAIR_INDEX = operator.attrgetter("index")
 
 
 def equal_copies(messages: Sequence[BaseMessage], known: Sequence[BaseMessage]) -> bool:

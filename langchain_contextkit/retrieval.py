@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence  # noqa: TC003 - runtime: get_type_hints(RetrievalResult)
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 from langchain_core.documents import Document
 
-from langchain_contextkit._mmr_matrix import FloatArray  # noqa: TC001 - as above
 from langchain_contextkit.errors import ConfigError
 
 __all__ = ["SCORE_KEY", "SOURCE_KEY", "RetrievalResult"]
+
+FloatArray: TypeAlias = npt.NDArray[np.floating[Any]]
+"""An embedding matrix or vector as numpy holds it (float32 or float64)."""
 
 
 # Metadata keys that `RetrievalResult.to_document` fills from the result's own fields:

@@ -5,8 +5,8 @@ character-class estimate that needs no vocabulary file, is fitted never to fall 
 cl100k by more than a few percent on any kind of text, and never treats a long unbroken
 string (base64, a URL) as one token. When a budget must match a provider exactly, pass a
 `tiktoken_counter` instead: anything that takes a string and returns an int is a
-`TokenCounter`. Message counts are memoised per content, so re-sending a conversation
-counts only what is new.
+`TokenCounter`. Message counts are cached per content (`_message_cache`), so re-sending
+a conversation counts only what is new.
 
 ```python
 from langchain_core.messages import AIMessage, HumanMessage
@@ -19,7 +19,7 @@ history = [HumanMessage("How do I get a refund?"), AIMessage("Open Settings, the
 print(count_message_tokens(history))  # estimate, with the chat format's overhead
 ```
 
-Every counting entry point shares one memo and one estimator here, so they agree token
+Every counting entry point shares one cache and one estimator here, so they agree token
 for token; that is why the module is long.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit._count_memo import SEEN_MESSAGES, CountMemo, long_counts_kept
+from langchain_contextkit._message_cache import MESSAGE_CACHE, text_counts
 from langchain_contextkit._message_parts import as_text, count_parts, message_key, message_parts
 from langchain_contextkit._token_count import count_text_tokens, count_texts_tokens
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
@@ -130,11 +130,11 @@ def count_each(texts: Sequence[str], counter: TokenCounter = count_tokens) -> li
         ```
     """
     batch = functools.partial(_count_batch, counter=counter)
-    return long_counts_kept(list(texts), counter, batch)
+    return text_counts(list(texts), counter, batch)
 
 
 def _count_batch(texts: list[str], counter: TokenCounter) -> list[int]:
-    """`count_each` without the memo: the counter's own batch, else one call per text."""
+    """`count_each` without the cache: the counter's own batch, else one call per text."""
     if counter is count_tokens:
         return count_texts_tokens(texts)
     batch = getattr(counter, "count_each", None)
@@ -441,33 +441,26 @@ def message_token_costs(
     counter: TokenCounter = count_tokens,
     image_tokens: int = DEFAULT_IMAGE_TOKENS,
     *,
-    by_object: bool = True,
+    by_object: bool = True,  # noqa: ARG001 - unused; its last callers pass it
 ) -> list[int]:
     """Each message's tokens as `count_message_tokens` charges it, without reply priming.
 
-    Counts are memoised for the process, keyed by the counter, `image_tokens` and every
-    field that is counted (never by id alone: a message that keeps its id and changes is
-    counted afresh), so an agent's call counts only the messages it has not seen. What is
-    not in the memo is counted in one batch (`count_each`). A counter that cannot be
-    hashed, so cannot key the memo, is simply called each time. `by_object=False` skips
-    the memo by message object (a caller that keeps the costs itself, as the history
-    index does, need not pay for an entry per message).
+    Counts are kept in the one message cache (`_message_cache`), keyed by the counter,
+    `image_tokens` and every field that is counted (never by object or id: a message that
+    keeps its id and changes is counted afresh, and new objects with known contents are
+    not), so an agent's call counts only the messages it has not seen. What is not in the
+    cache is counted in one batch (`count_each`). A counter that cannot be hashed, so
+    cannot key the cache, is simply called each time.
     """
     try:
         hash(counter)
     except TypeError:
         return [count_parts(*message_parts(m, image_tokens, counter), counter) for m in messages]
     scale = (counter, image_tokens)
-    costs: list[int | None] = (
-        [SEEN_MESSAGES.get(m, scale) for m in messages] if by_object else [None] * len(messages)
-    )
-    missing = [i for i, cost in enumerate(costs) if cost is None]
-    if not missing:
-        return costs  # type: ignore[return-value]  # none is None
-    keys = {i: message_key(messages[i]) for i in missing}
-    for i in missing:
-        costs[i] = _MEMO.get((scale, keys[i]))
-    uncounted = [i for i in missing if costs[i] is None]
+    keys = list(map(message_key, messages))
+    get = MESSAGE_CACHE.get
+    costs: list[int | None] = [get(key, scale) for key in keys]
+    uncounted = [i for i, cost in enumerate(costs) if cost is None]
     if uncounted:
         # One batch for everything not yet counted: a cold history costs one vectorised
         # pass (count_each), not a counter call per string. The parts reuse the key's
@@ -477,12 +470,7 @@ def message_token_costs(
         fresh = [fixed + sum(islice(counts, len(texts))) for fixed, texts in parts]
         for i, cost in zip(uncounted, fresh, strict=True):
             costs[i] = cost
-        _MEMO.put_many(zip([(scale, keys[i]) for i in uncounted], fresh, strict=True))
-    if by_object:
-        for i in missing:
-            SEEN_MESSAGES.put(messages[i], scale, costs[i])
+        MESSAGE_CACHE.put_many(
+            (keys[i], scale, cost) for i, cost in zip(uncounted, fresh, strict=True)
+        )
     return costs  # type: ignore[return-value]  # every None was filled above
-
-
-_MEMO = CountMemo()
-"""Message counts of this process, keyed by counter, image cost and the counted fields."""

@@ -1,64 +1,33 @@
 """The builder's work after the fetch: MMR per source, the budget, the fixed layout.
 
-Pure functions over `RetrievalResult`s (no I/O, no LLM), shared by `ContextBuilder` and
-`BudgetedRetriever` so both keep exactly the same candidates.
+Pure functions over `RetrievalResult`s: no I/O, no LLM.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from langchain_contextkit.budget import ContextConfig, SourceAllocation, SourceDemand, allocate
+from langchain_contextkit.builder.report import ContextReport, SourceReport
 from langchain_contextkit.mmr import MMRRanking
 from langchain_contextkit.tokens import count_each
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from langchain_contextkit.builder.gather import Gathered
     from langchain_contextkit.prompts import PromptRegistry
     from langchain_contextkit.retrieval import RetrievalResult
     from langchain_contextkit.tokens import TokenCounter
 
-__all__ = ["SECTION_ORDER", "Assembly", "SourceOutcome", "assemble", "section_names"]
+__all__ = ["SECTION_ORDER", "assemble", "section_names"]
 
 SECTION_ORDER = ("memory", "rag", "notes", "history", "tool")
-"""Fixed layout between the system prompt and the current question (seed 004's golden
+"""Fixed layout between the system prompt and the current question (the golden
 positions: the system prompt first, the current question last). Other source names follow
 these, in the order of `source_ratios`."""
 
 _ITEM_PREFIX = "- "
-
-
-@dataclass(slots=True)
-class SourceOutcome:
-    """What happened to one source's candidates in one build."""
-
-    name: str
-    fetched: int = 0
-    merged: int = 0
-    """Byte-identical duplicates merged before MMR."""
-    dropped_by_mmr: int = 0
-    """Near-duplicates dropped by MMR."""
-    dropped_for_budget: int = 0
-    quota: int = 0
-    borrowed: int = 0
-    used: int = 0
-    """Tokens of the source's section as allocated (heading included)."""
-    kept: list[RetrievalResult] = field(default_factory=list)
-    error: str | None = None
-    """`Type: message` of the exception the source raised, if it failed."""
-
-
-@dataclass(slots=True)
-class Assembly:
-    """The kept candidates per source and the rendered block."""
-
-    block: str
-    budget: int
-    outcomes: dict[str, SourceOutcome]
-    block_tokens: int
-    """The block's size, measured on the rendered text."""
 
 
 def section_names(config: ContextConfig) -> list[str]:
@@ -93,39 +62,36 @@ def render_block(
 
 
 def assemble(
-    fetched: Mapping[str, Sequence[RetrievalResult]],
+    gathered: Gathered,
     *,
     budget: int,
     config: ContextConfig,
     prompts: PromptRegistry,
     counter: TokenCounter,
     fenced: frozenset[str],
-    errors: Mapping[str, str] | None = None,
-) -> Assembly:
-    """MMR each source's candidates, allocate the budget, render the block.
+) -> ContextReport:
+    """MMR each source's candidates, allocate the budget, render the block and report.
 
     Each source's candidates are ranked by MMR lazily: the allocator pulls picks only
-    while the source could still fit its cheapest candidate, so the cost grows with what
-    the budget keeps, not with the square of what the sources return. The allocator
-    prices each candidate by its rendered line and each section by its heading (and
-    fence). Token counts of pieces do not add up exactly to the count of the whole, so the
-    rendered block is measured: while it is over `budget` the lowest-scored kept candidate
-    is dropped (the block never exceeds the budget), and while it has room the best
-    passed-over candidate that fits is added.
+    while the source could still fit its cheapest candidate. The allocator prices each
+    candidate by its rendered line and each section by its heading (and fence); token
+    counts of pieces do not add up exactly to the count of the whole, so the rendered
+    block is measured: while it is over `budget` the lowest-scored kept candidate is
+    dropped, and while it has room the best passed-over candidate that fits is added.
 
     Args:
-        fetched: Each source's candidates in the source's own ranking (sources that failed
-            map to an empty list and have an entry in `errors`).
+        gathered: Each source's candidates in the source's own ranking, its failure and
+            its time.
         budget: Tokens the block may take.
         config: Ratios, MMR knobs and borrowing.
         prompts: Headings.
         counter: Token counter.
         fenced: Sections wrapped in a data boundary.
-        errors: Failures of sources, by name.
 
     Returns:
-        The block and one outcome per source.
+        The report, whose `text` is the block.
     """
+    fetched = gathered.results
     rankings = {
         name: MMRRanking(
             candidates, lambda_=config.mmr_lambda, dedup_threshold=config.dedup_threshold
@@ -165,23 +131,29 @@ def assemble(
         layout.drop_weakest()
         measured = layout.measure(counter)
 
-    outcomes = {}
+    lines = []
     for name, ranking in rankings.items():
         share = allocation[name]
-        kept = layout.kept_results(name)
-        outcomes[name] = SourceOutcome(
-            name,
-            fetched=len(fetched[name]),
-            merged=ranking.merged,
-            dropped_by_mmr=ranking.dropped,
-            dropped_for_budget=len(fetched[name]) - ranking.merged - ranking.dropped - len(kept),
-            quota=share.quota,
-            borrowed=share.borrowed,
-            used=share.used,
-            kept=kept,
-            error=(errors or {}).get(name),
+        kept = len(layout.kept[name])
+        lines.append(
+            SourceReport(
+                name=name,
+                quota=share.quota,
+                borrowed=share.borrowed,
+                used=share.used,
+                fetched=len(fetched[name]),
+                merged=ranking.merged,
+                dropped_by_mmr=ranking.dropped,
+                dropped_for_budget=len(fetched[name]) - ranking.merged - ranking.dropped - kept,
+                kept=kept,
+                error=gathered.errors.get(name),
+                seconds=round(gathered.seconds.get(name, 0.0), 6),
+            )
         )
-    return Assembly(block=layout.text, budget=budget, outcomes=outcomes, block_tokens=measured)
+    items = tuple(
+        r for name in section_names(config) if name in rankings for r in layout.kept_results(name)
+    )
+    return ContextReport(layout.text, budget, measured, tuple(lines), items)
 
 
 _FILL_SLACK = 4

@@ -10,9 +10,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
-    from langchain_contextkit.builder._assembly import Assembly, SourceOutcome
     from langchain_contextkit.retrieval import RetrievalResult
 
 __all__ = ["ContextReport", "SourceReport"]
@@ -24,14 +21,19 @@ class SourceReport:
 
     name: str
     quota: int
+    """Round-one quota: the source's ratio of the budget."""
     borrowed: int
     used: int
+    """Tokens of the source's section as allocated (heading included)."""
     fetched: int
     merged: int
+    """Byte-identical duplicates merged before MMR."""
     dropped_by_mmr: int
+    """Near-duplicates dropped by MMR."""
     dropped_for_budget: int
     kept: int
     error: str | None
+    """`Type: message` of the exception the source raised, if it failed."""
     seconds: float
 
     def as_dict(self) -> dict[str, Any]:
@@ -90,34 +92,3 @@ class ContextReport:
             )
         lines.append(f"block: {self.block_tokens} of {self.budget} tokens")
         return "\n".join(lines)
-
-
-def _report(
-    assembly: Assembly,
-    text: str,
-    seconds: Mapping[str, float],
-    order: Sequence[str] = (),
-) -> ContextReport:
-    def line(o: SourceOutcome) -> SourceReport:
-        return SourceReport(
-            name=o.name,
-            quota=o.quota,
-            borrowed=o.borrowed,
-            used=o.used,
-            fetched=o.fetched,
-            merged=o.merged,
-            dropped_by_mmr=o.dropped_by_mmr,
-            dropped_for_budget=o.dropped_for_budget,
-            kept=len(o.kept),
-            error=o.error,
-            seconds=round(seconds.get(o.name, 0.0), 6),
-        )
-
-    outcomes = assembly.outcomes
-    return ContextReport(
-        text=text,
-        budget=assembly.budget,
-        block_tokens=assembly.block_tokens,
-        sources=tuple(line(o) for o in assembly.outcomes.values()),
-        items=tuple(r for name in order if name in outcomes for r in outcomes[name].kept),
-    )

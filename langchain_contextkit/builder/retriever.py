@@ -13,7 +13,6 @@ from pydantic import ConfigDict, Field
 
 from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.builder.runnable import ContextBuilder
-from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.sources.base import ContextSource  # noqa: TC001 - a field's type
 from langchain_contextkit.tokens import TokenCounter, count_tokens
 
@@ -67,20 +66,16 @@ class BudgetedRetriever(BaseRetriever):
 
     def _builder(self) -> ContextBuilder:
         return ContextBuilder(
-            self.config,
-            sources=self.sources,
-            token_counter=self.token_counter,
-            strict=self.strict,
-            prompts=PromptRegistry(),
+            self.config, sources=self.sources, token_counter=self.token_counter, strict=self.strict
         )
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, scope: Scope | None = None
     ) -> list[Document]:
-        kept = self._builder().select(
+        report = self._builder().build_block_report(
             query, scope=scope, budget=self.budget, callbacks=run_manager.get_child()
         )
-        return [r.to_document() for r in kept]
+        return [r.to_document() for r in report.items]
 
     async def _aget_relevant_documents(
         self,
@@ -89,7 +84,7 @@ class BudgetedRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         scope: Scope | None = None,
     ) -> list[Document]:
-        kept = await self._builder().aselect(
+        report = await self._builder().abuild_block_report(
             query, scope=scope, budget=self.budget, callbacks=run_manager.get_child()
         )
-        return [r.to_document() for r in kept]
+        return [r.to_document() for r in report.items]

@@ -5,45 +5,11 @@ source's candidates with MMR, shares the token budget between sources (two round
 borrowing) and lays the kept candidates out in a fixed order: system prompt, memory, rag,
 notes, history, tool, current question. It never reranks: the sources' ranking is the
 baseline. Every decision is in a `ContextReport`.
-
-```python
-from langchain_contextkit import CallableSource, ContextBuilder, ContextConfig, RetrievalResult
-
-
-def search_docs(query: str) -> list[RetrievalResult]:
-    return [
-        RetrievalResult(
-            content="Meals are capped at 80 per day, no receipt needed.", score=0.9, source="rag"
-        ),
-        RetrievalResult(
-            content="Hotels are capped at 500 per night, receipt required.", score=0.7, source="rag"
-        ),
-    ]
-
-
-builder = ContextBuilder(ContextConfig.for_window(None, fallback_window=8000))
-context = builder.build(
-    "how much can I spend on meals?",
-    sources=[CallableSource("rag", search_docs)],
-    system_prompt="You are a finance assistant.",
-)
-print(context)
-# You are a finance assistant.
-#
-# [Knowledge]
-# - Meals are capped at 80 per day, no receipt needed.
-# - Hotels are capped at 500 per night, receipt required.
-#
-# [Current question]
-# how much can I spend on meals?
-```
-
-`ContextBuilder` is one Runnable whose sync and async entry points share the steps.
 """
 
 from __future__ import annotations
 
-import logging
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -61,20 +27,17 @@ from pydantic import ConfigDict, Field
 from typing_extensions import NotRequired, TypedDict
 
 from langchain_contextkit.budget import ContextConfig
-from langchain_contextkit.builder._assembly import Assembly, assemble, section_names
+from langchain_contextkit.builder._assembly import assemble
 from langchain_contextkit.builder.gather import Gathered, agather, gather
-from langchain_contextkit.builder.report import ContextReport, _report
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.sources.base import ContextSource, Scope
 from langchain_contextkit.tokens import TokenCounter, count_tokens
 
 if TYPE_CHECKING:
-    from langchain_contextkit.retrieval import RetrievalResult
+    from langchain_contextkit.builder.report import ContextReport
 
 __all__ = ["BuilderInput", "ContextBuilder"]
-
-logger = logging.getLogger(__name__)
 
 REPORT_EVENT = "contextkit_report"
 """Name of the custom callback event that carries a build's report (visible in traces)."""
@@ -149,7 +112,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         """Create a builder; sources are checked against the config here.
 
         Args:
-            config: Budget knobs; the seed defaults when None (then every call needs
+            config: Budget knobs; the defaults when None (then every call needs
                 `max_tokens` set or an explicit `budget`).
             sources: Default sources for calls that pass none.
             system_prompt: Default system prompt of `build`.
@@ -172,8 +135,6 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         )
         if self.sources:
             self._check_sources(self.sources)
-
-    # --- the pipeline ---------------------------------------------------------------------
 
     def _check_sources(self, sources: Sequence[ContextSource]) -> None:
         seen: set[str] = set()
@@ -212,23 +173,30 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         # The system prompt is fixed overhead; the output reserve covers the answer and question.
         return max(0, self.config.dynamic_tokens - self.token_counter(system_prompt))
 
-    def _gather(
-        self,
-        query: str,
-        sources: Sequence[ContextSource],
-        scope: Scope | None,
-        callbacks: Callbacks,
-    ) -> Gathered:
-        return gather(query, sources, scope, callbacks, strict=self.strict)
+    def _finish(
+        self, gathered: Gathered, budget: int, query: str, system_prompt: str | None
+    ) -> ContextReport:
+        """Budget and lay out `gathered`: the block alone, or the flat prompt around it."""
+        fenced = self.config.data_boundary_sections
+        if fenced is None:
+            fenced = _BLOCK_FENCED if system_prompt is None else frozenset()
+        report = assemble(
+            gathered,
+            budget=budget,
+            config=self.config,
+            prompts=self.prompts,
+            counter=self.token_counter,
+            fenced=fenced,
+        )
+        if system_prompt is None:
+            return report
+        parts = [system_prompt] if system_prompt else []
+        if report.text:
+            parts.append(report.text)
+        parts.append(f"{self.prompts.heading('question')}\n{query}")
+        return dataclasses.replace(report, text="\n\n".join(parts))
 
-    async def _agather(
-        self,
-        query: str,
-        sources: Sequence[ContextSource],
-        scope: Scope | None,
-        callbacks: Callbacks,
-    ) -> Gathered:
-        return await agather(query, sources, scope, callbacks, strict=self.strict)
+    # --- public API -----------------------------------------------------------------------
 
     def gather(
         self,
@@ -239,7 +207,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         callbacks: Callbacks = None,
     ) -> Gathered:
         """Fetch `query` from the sources without budgeting: pass it on as `gathered=`."""
-        return self._gather(query, self._resolve(sources), scope, callbacks)
+        return gather(query, self._resolve(sources), scope, callbacks, strict=self.strict)
 
     async def agather(
         self,
@@ -250,32 +218,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         callbacks: Callbacks = None,
     ) -> Gathered:
         """Async `gather`: every source fetched concurrently."""
-        return await self._agather(query, self._resolve(sources), scope, callbacks)
-
-    def _fenced(self, *, flat: bool) -> frozenset[str]:
-        if self.config.data_boundary_sections is not None:
-            return self.config.data_boundary_sections
-        return frozenset() if flat else _BLOCK_FENCED
-
-    def _assemble(self, gathered: Gathered, budget: int, *, flat: bool) -> Assembly:
-        return assemble(
-            gathered.results,
-            budget=budget,
-            config=self.config,
-            prompts=self.prompts,
-            counter=self.token_counter,
-            fenced=self._fenced(flat=flat),
-            errors=gathered.errors,
-        )
-
-    def _flat(self, query: str, block: str, system_prompt: str) -> str:
-        parts = [system_prompt] if system_prompt else []
-        if block:
-            parts.append(block)
-        parts.append(f"{self.prompts.heading('question')}\n{query}")
-        return "\n\n".join(parts)
-
-    # --- public API -----------------------------------------------------------------------
+        return await agather(query, self._resolve(sources), scope, callbacks, strict=self.strict)
 
     def build_report(
         self,
@@ -305,14 +248,8 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         system = self.system_prompt if system_prompt is None else system_prompt
         chosen = self._resolve(sources)
         budget = self._block_budget(None, system)
-        gathered = self._gather(query, chosen, scope, callbacks)
-        assembly = self._assemble(gathered, budget, flat=True)
-        return _report(
-            assembly,
-            self._flat(query, assembly.block, system),
-            gathered.seconds,
-            section_names(self.config),
-        )
+        gathered = gather(query, chosen, scope, callbacks, strict=self.strict)
+        return self._finish(gathered, budget, query, system)
 
     async def abuild_report(
         self,
@@ -327,14 +264,8 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         system = self.system_prompt if system_prompt is None else system_prompt
         chosen = self._resolve(sources)
         budget = self._block_budget(None, system)
-        gathered = await self._agather(query, chosen, scope, callbacks)
-        assembly = self._assemble(gathered, budget, flat=True)
-        return _report(
-            assembly,
-            self._flat(query, assembly.block, system),
-            gathered.seconds,
-            section_names(self.config),
-        )
+        gathered = await agather(query, chosen, scope, callbacks, strict=self.strict)
+        return self._finish(gathered, budget, query, system)
 
     def build_block_report(
         self,
@@ -357,13 +288,15 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
             callbacks: Callbacks for the sources' own runs.
             gathered: Candidates already fetched for `query` (`ContextBuilder.gather`):
                 budgeted again instead of fetched again.
+
+        Returns:
+            The report; its `text` is the block and its `items` the kept candidates.
         """
         chosen = self._resolve(sources)
         block_budget = self._block_budget(budget, "")
         if gathered is None:
-            gathered = self._gather(query, chosen, scope, callbacks)
-        assembly = self._assemble(gathered, block_budget, flat=False)
-        return _report(assembly, assembly.block, gathered.seconds, section_names(self.config))
+            gathered = gather(query, chosen, scope, callbacks, strict=self.strict)
+        return self._finish(gathered, block_budget, query, None)
 
     async def abuild_block_report(
         self,
@@ -379,52 +312,8 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
         chosen = self._resolve(sources)
         block_budget = self._block_budget(budget, "")
         if gathered is None:
-            gathered = await self._agather(query, chosen, scope, callbacks)
-        assembly = self._assemble(gathered, block_budget, flat=False)
-        return _report(assembly, assembly.block, gathered.seconds, section_names(self.config))
-
-    def select(
-        self,
-        query: str,
-        *,
-        sources: Sequence[ContextSource] | None = None,
-        scope: Scope | None = None,
-        budget: int | None = None,
-        callbacks: Callbacks = None,
-    ) -> list[RetrievalResult]:
-        """The candidates a block would keep, in layout order, within `budget` tokens.
-
-        Args:
-            query: The current question.
-            sources: Sources for this call instead of the builder's.
-            scope: Who is asking (user, tenant, session), passed to every source.
-            budget: Tokens the kept candidates may take; the config's dynamic region when None.
-            callbacks: Callbacks for the sources' retriever runs.
-        """
-        chosen = self._resolve(sources)
-        block_budget = self._block_budget(budget, "")
-        gathered = self._gather(query, chosen, scope, callbacks)
-        return self._kept(self._assemble(gathered, block_budget, flat=False))
-
-    async def aselect(
-        self,
-        query: str,
-        *,
-        sources: Sequence[ContextSource] | None = None,
-        scope: Scope | None = None,
-        budget: int | None = None,
-        callbacks: Callbacks = None,
-    ) -> list[RetrievalResult]:
-        """Async twin of `select` (sources gathered concurrently)."""
-        chosen = self._resolve(sources)
-        block_budget = self._block_budget(budget, "")
-        gathered = await self._agather(query, chosen, scope, callbacks)
-        return self._kept(self._assemble(gathered, block_budget, flat=False))
-
-    def _kept(self, assembly: Assembly) -> list[RetrievalResult]:
-        outcomes = assembly.outcomes
-        names = [name for name in section_names(self.config) if name in outcomes]  # layout order
-        return [r for name in names for r in outcomes[name].kept]
+            gathered = await agather(query, chosen, scope, callbacks, strict=self.strict)
+        return self._finish(gathered, block_budget, query, None)
 
     def build(
         self,
@@ -466,7 +355,7 @@ class ContextBuilder(RunnableSerializable[str | BuilderInput, str]):
     ) -> str:
         """Return the dynamic block alone ("" when there are no candidates).
 
-        For multi-turn use: inject the block as a system message and pass the history as
+        For multi-turn use: inject the block as a message and pass the history as
         role-tagged messages, so user and assistant roles are not flattened. Retrieved
         (rag) and tool sections are fenced as data unless the config says otherwise.
         """

@@ -11,22 +11,10 @@ contextkit report LEDGER.jsonl [--json] [--plot FILE.png] [--thread ID]
 contextkit report RESULT.json [--baseline OLD.json] [--tolerance X] [--json] [--plot FILE.png]
 ```
 
-`count` prints, per file, the characters, the `count_tokens` estimate and, when a tiktoken
-encoding can be loaded, the exact count beside it. `build` chunks a folder of text and
-markdown, ranks the chunks against the query with BM25 and assembles a prompt under the
-window's budget, then prints the prompt and its ledger (or one JSON object). `demo` runs a
-complete agent session on a bundled sample project (offline by default, or against a real
-model), draws every model call's window ledger, writes the ledgers as JSON lines and
-prints their report. `report` prints the dashboard of such a ledger log (calls, input
-tokens, latency, cache-hit rate, evidence share, compactions, overflow retries, gate
-failures) and can save the calls as a stacked chart (matplotlib, the ``plot`` extra); with
-`--baseline` it prints every figure's change from an earlier log and exits 1 when one got
-worse beyond `--tolerance`. It reads a saved `evaluate` result the same way.
-
-Every command exits with 0 on success, 2 on a usage error (bad arguments, as argparse
-does) and 1 on a failure (a file that cannot be read, a model that cannot be reached), with
-one line on stderr. Building the parser imports nothing heavy: each command imports its
-modules (langchain, the tokenizer, the builder) only when it runs, so `--help` is quick.
+`count` estimates tokens per file, `build` assembles a prompt from a folder under a window,
+`demo` runs an agent session on a bundled project and `report` prints a ledger log's
+dashboard. Exit status: 0 on success, 2 on a usage error, 1 on a failure, with one line on
+stderr. Each command imports what it needs only when it runs, so `--help` is quick.
 """
 
 from __future__ import annotations

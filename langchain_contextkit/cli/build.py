@@ -1,11 +1,6 @@
 """`contextkit build`: chunk a folder, rank it with BM25, assemble a prompt under a budget.
 
-The command is a thin layer over the library: `load_folder` and `DocsIndex` give the
-``rag`` source, a history file gives the ``history`` source, and a `ContextBuilder`
-configured with `ContextConfig.for_window` assembles the prompt and its `ContextReport`.
-Bad input (a missing folder, an unreadable or malformed history file, a window too small
-for the fixed parts, a folder with no documents) raises `BuildInputError` or a library
-error whose message the command prints as one line.
+Bad input raises `BuildInputError` or a library error, printed as one line.
 """
 
 from __future__ import annotations

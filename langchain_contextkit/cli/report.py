@@ -1,13 +1,8 @@
-"""`contextkit report LEDGER.jsonl`: the dashboard of a ledger log, as text or JSON, and a chart.
+"""`contextkit report`: a ledger log's dashboard (text, JSON, chart), or a saved `evaluate` result.
 
-The log is what `ContextKitMiddleware(ledger_path=...)` or `LedgerCallbackHandler`
-writes (one line per model call); a result `EvalResult.to_json` saved is read too (its
-table). With ``--baseline OLD`` (a log, or a saved result, of the same kind) the deltas of
-every figure follow, and the status is 1 when one got worse beyond ``--tolerance``
-(latency only beyond ``--latency-tolerance``, when given). A file that cannot be read or
-a malformed line fails with status 1 and one line naming the line; a chart asked for
-without matplotlib, a `--thread` the log does not have, a negative tolerance or a
-baseline of the other kind, with status 2.
+With ``--baseline`` (a log or a result of the same kind) every figure's change follows and
+the status is 1 when one got worse beyond the tolerance. Bad arguments exit with 2, an
+unreadable file or line with 1.
 """
 
 from __future__ import annotations
@@ -21,9 +16,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from langchain_contextkit.cli import EXIT_FAILED, EXIT_USAGE
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
-__all__ = ["ReportRequest", "run_report"]
+    from langchain_contextkit.quality.eval_result import EvalResult
+
+__all__ = ["ReportRequest", "run_eval_report", "run_ledger_drift", "run_report"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -51,8 +48,6 @@ def run_report(request: ReportRequest, *, out: TextIO, err: TextIO) -> int:
         print(f"contextkit report: {problem}", file=err)
         return EXIT_USAGE
     if saved_result(request.path) is not None:
-        from langchain_contextkit.cli.report_drift import run_eval_report  # noqa: PLC0415
-
         return run_eval_report(request, out=out, err=err)
     return _run_ledger_report(request, out=out, err=err)
 
@@ -82,7 +77,6 @@ def _run_ledger_report(request: ReportRequest, *, out: TextIO, err: TextIO) -> i
         return EXIT_FAILED
     if request.baseline is None:
         return _print_report(request, records, out=out, err=err)
-    from langchain_contextkit.cli.report_drift import run_ledger_drift  # noqa: PLC0415
 
     return run_ledger_drift(request, records, out=out, err=err)
 
@@ -153,3 +147,154 @@ def _threads(records: Sequence[dict[str, Any]]) -> list[str]:
         if thread is not None:
             seen.setdefault(str(thread), None)
     return list(seen)
+
+
+def run_ledger_drift(
+    request: ReportRequest, records: list[dict[str, Any]], *, out: TextIO, err: TextIO
+) -> int:
+    """The dashboard of `records` and its drift from the baseline log; the exit status."""
+    from langchain_contextkit.agents.ledger_log import read_ledger_log  # noqa: PLC0415
+    from langchain_contextkit.dashboard import compare_ledgers, summarize_ledgers  # noqa: PLC0415
+    from langchain_contextkit.errors import LedgerLogError  # noqa: PLC0415
+
+    baseline_path = str(request.baseline)
+    if saved_result(baseline_path) is not None:
+        print(
+            f"contextkit report: --baseline {baseline_path} is an evaluate result; "
+            f"{request.path} is a ledger log: compare a log with a log",
+            file=err,
+        )
+        return EXIT_USAGE
+    try:
+        baseline = read_ledger_log(baseline_path)
+    except LedgerLogError as error:
+        print(f"contextkit report: --baseline: {error}", file=err)
+        return EXIT_FAILED
+    if request.thread is not None:
+        baseline = [r for r in baseline if r.get("thread_id") == request.thread]
+    if not baseline:
+        print(f"contextkit report: --baseline {baseline_path}: no call ledgers in it", file=err)
+        return EXIT_FAILED
+    drift = compare_ledgers(
+        records,
+        baseline,
+        tolerance=request.tolerance,
+        latency_tolerance=request.latency_tolerance,
+    )
+    chart = _chart(
+        request,
+        lambda path: _plot_ledgers(path, baseline_path, baseline, request.path, records),
+        err=err,
+    )
+    if chart is False:
+        return EXIT_FAILED
+    dashboard = summarize_ledgers(records)
+    if request.as_json:
+        data = {
+            "path": request.path,
+            **dashboard.to_dict(),
+            "baseline": baseline_path,
+            "drift": drift.to_dict(),
+            "chart": chart,
+        }
+        print(json.dumps(data, indent=2), file=out)
+    else:
+        print(dashboard.text(title=f"ledger report of {request.path}"), file=out)
+        print(file=out)
+        print(drift.text(title=f"drift against {baseline_path}"), file=out)
+        if chart is not None:
+            print(f"  {'chart':<18} {chart}", file=out)
+    return 0 if drift.passed else EXIT_FAILED
+
+
+def run_eval_report(request: ReportRequest, *, out: TextIO, err: TextIO) -> int:
+    """A saved result's table, and its drift from a baseline result; the exit status."""
+    from langchain_contextkit.errors import ConfigError  # noqa: PLC0415
+    from langchain_contextkit.quality.eval_result import EvalResult  # noqa: PLC0415
+
+    try:
+        result = EvalResult.from_dict(saved_result(request.path) or {})
+        baseline = None
+        if request.baseline is not None:
+            data = saved_result(request.baseline)
+            if data is None:
+                print(
+                    f"contextkit report: --baseline {request.baseline} is not a saved evaluate "
+                    f"result; {request.path} is one: compare a result with a result",
+                    file=err,
+                )
+                return EXIT_USAGE
+            baseline = EvalResult.from_dict(data)
+    except ConfigError as error:
+        print(f"contextkit report: {error}", file=err)
+        return EXIT_FAILED
+    drift = (
+        None
+        if baseline is None
+        else result.compare(
+            baseline, tolerance=request.tolerance, latency_tolerance=request.latency_tolerance
+        )
+    )
+    chart = _chart(request, lambda path: _plot_scores(path, request, result, baseline), err=err)
+    if chart is False:
+        return EXIT_FAILED
+    if request.as_json:
+        data = {
+            "path": request.path,
+            **result.to_dict(),
+            "baseline": request.baseline,
+            "drift": None if drift is None else drift.to_dict(),
+            "chart": chart,
+        }
+        print(json.dumps(data, indent=2, default=str), file=out)
+    else:
+        print(result.text(), file=out)
+        if drift is not None:
+            print(file=out)
+            print(drift.text(title=f"drift against {request.baseline}"), file=out)
+        if chart is not None:
+            print(f"  {'chart':<18} {chart}", file=out)
+    return 0 if drift is None or drift.passed else EXIT_FAILED
+
+
+def _chart(
+    request: ReportRequest, draw: Callable[[str], object], *, err: TextIO
+) -> str | bool | None:
+    """The chart's path (None when not asked for; False when it failed, said on `err`)."""
+    if request.plot is None:
+        return None
+    try:
+        return str(draw(request.plot))
+    except (OSError, ValueError) as error:
+        print(f"contextkit report: --plot {request.plot}: {error}", file=err)
+        return False
+
+
+def _plot_ledgers(
+    path: str,
+    baseline_path: str,
+    baseline: list[dict[str, Any]],
+    current_path: str,
+    records: list[dict[str, Any]],
+) -> object:
+    from langchain_contextkit.dashboard.chart import plot_ledger_runs  # noqa: PLC0415
+
+    runs = [
+        (f"baseline: {baseline_path} ({len(baseline)} calls)", baseline),
+        (f"current: {current_path} ({len(records)} calls)", records),
+    ]
+    return plot_ledger_runs(runs, path)
+
+
+def _plot_scores(
+    path: str, request: ReportRequest, result: EvalResult, baseline: EvalResult | None
+) -> object:
+    from langchain_contextkit.dashboard.chart import plot_eval_scores  # noqa: PLC0415
+
+    runs = [] if baseline is None else [(f"baseline ({request.baseline})", _scores(baseline))]
+    runs.append((f"current ({request.path})", _scores(result)))
+    return plot_eval_scores(runs, path)
+
+
+def _scores(result: EvalResult) -> list[tuple[str, float]]:
+    return [(case.case_id, case.score) for case in result.cases]

@@ -10,8 +10,12 @@ log with a baseline log (``--baseline OLD.jsonl``).
 """
 
 from langchain_contextkit.dashboard.chart import plot_ledger
-from langchain_contextkit.dashboard.drift import compare_ledgers
-from langchain_contextkit.dashboard.figures import LedgerDashboard, LedgerFigures, summarize_ledgers
+from langchain_contextkit.dashboard.figures import (
+    LedgerDashboard,
+    LedgerFigures,
+    compare_ledgers,
+    summarize_ledgers,
+)
 
 __all__ = [
     "LedgerDashboard",

@@ -1,15 +1,9 @@
-"""The dashboard's figures over a ledger log, overall and per thread.
+"""The dashboard's figures over a ledger log, overall and per thread, and their drift.
 
-Each call's *input tokens* are the provider's `reported` figure when the line has one,
-else the ledger's `estimated` one (the figures say how many of each went in). The p95 is
-the nearest-rank percentile: the smallest value at least 95% of the calls do not exceed.
-The *cache-hit rate* is the tokens served from the prompt cache over all reported input
-tokens, over the calls that report usage (``sum(cache_read) / sum(reported)``). The
-*evidence share* is, per call, the retrieval block's tokens over the request's tokens
-(``retrieval / prompt``), averaged over the calls. A *gate failure* is a line whose
-``gate`` holds a result with ``passed`` false. *Latency* is the model call's wall time
-(``model_ms``) over the calls that carry one, its mean and nearest-rank p95; the
-middleware's own time (``middleware_ms``) is averaged the same way.
+Input tokens are the provider's `reported` figure when a line has one, else `estimated`;
+p95 is the nearest rank; the cache-hit rate is ``sum(cache_read) / sum(reported)``; the
+evidence share is ``retrieval / prompt`` per call, averaged. `compare_ledgers` compares a
+log's figures with a baseline log's by each figure's direction.
 """
 
 from __future__ import annotations
@@ -19,7 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypeGuard, TypeVar
 
-__all__ = ["LedgerDashboard", "LedgerFigures", "nearest_rank_p95", "summarize_ledgers"]
+from langchain_contextkit.quality.drift import Drift, FigureSpec, compare_figures
+
+__all__ = [
+    "LEDGER_FIGURES",
+    "LedgerDashboard",
+    "LedgerFigures",
+    "compare_ledgers",
+    "nearest_rank_p95",
+    "summarize_ledgers",
+]
 
 _N = TypeVar("_N", int, float)
 
@@ -343,3 +346,53 @@ def _thread_table(threads: Sequence[LedgerFigures]) -> list[str]:
 
 def _ms_cell(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.1f}"
+
+
+LEDGER_FIGURES = (
+    FigureSpec("calls", "model calls", None, "amount"),
+    FigureSpec("input_mean", "mean input tokens", "lower", "amount"),
+    FigureSpec("input_p95", "p95 input tokens", "lower", "amount"),
+    FigureSpec("input_cost", "input cost", "lower", "amount"),
+    FigureSpec("cache_hit_rate", "cache-hit rate", "higher", "fraction"),
+    FigureSpec("cache_write_rate", "cache-write rate", None, "fraction"),
+    FigureSpec("evidence_share", "evidence share", None, "fraction"),
+    FigureSpec("compactions_per_100", "compactions / 100", "lower", "amount"),
+    FigureSpec("reductions", "tool loops reduced", None, "amount"),
+    FigureSpec("overflow_retries", "overflow retries", "lower", "amount"),
+    FigureSpec("offloaded", "offloaded results", None, "amount"),
+    FigureSpec("gate_failures", "gate failures", "lower", "amount"),
+    FigureSpec("latency_mean_ms", "mean latency", "lower", "latency"),
+    FigureSpec("latency_p95_ms", "p95 latency", "lower", "latency"),
+    FigureSpec("middleware_mean_ms", "middleware time", "lower", "latency"),
+)
+"""The dashboard's figures as drift compares them, in the order they print."""
+
+
+def compare_ledgers(
+    records: Sequence[Mapping[str, Any]],
+    baseline: Sequence[Mapping[str, Any]],
+    *,
+    tolerance: float = 0.0,
+    latency_tolerance: float | None = None,
+) -> Drift:
+    """The overall figures of `records` against those of `baseline`.
+
+    Args:
+        records: The current run's ledger lines.
+        baseline: The baseline run's ledger lines.
+        tolerance: For rates, absolute; for tokens and counts, relative to the baseline.
+        latency_tolerance: Relative, for latencies; None: latencies do not gate.
+
+    Raises:
+        ConfigError: When a tolerance is negative.
+    """
+    current = summarize_ledgers(records).overall.to_dict()
+    before = summarize_ledgers(baseline).overall.to_dict()
+    figures = compare_figures(
+        current,
+        before,
+        LEDGER_FIGURES,
+        tolerance=tolerance,
+        latency_tolerance=latency_tolerance,
+    )
+    return Drift(figures=figures, tolerance=tolerance, latency_tolerance=latency_tolerance)

@@ -18,10 +18,14 @@ from langchain_contextkit.quality.ablation import (
 )
 from langchain_contextkit.quality.drift import CaseDelta, Drift, FigureDelta
 from langchain_contextkit.quality.eval_result import CaseResult, EvalResult
-from langchain_contextkit.quality.evaluate import EvalCase, aevaluate, evaluate
-from langchain_contextkit.quality.gate import Fact, QualityGate, assert_context_quality
-from langchain_contextkit.quality.judges import JudgeScore
-from langchain_contextkit.quality.result import GateCheck, GateResult
+from langchain_contextkit.quality.evaluate import EvalCase, JudgeScore, aevaluate, evaluate
+from langchain_contextkit.quality.gate import (
+    Fact,
+    GateCheck,
+    GateResult,
+    QualityGate,
+    assert_context_quality,
+)
 
 __all__ = [
     "AblationCase",

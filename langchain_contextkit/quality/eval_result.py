@@ -1,12 +1,7 @@
 """`EvalResult` and `CaseResult`: what `evaluate` measured, as a table, JSON and a drift.
 
-Per case: the request's tokens and whether it was over its budget, the gate's result,
-the model's answer, the judge's score, the latency, and the share of the reported input
-served from the prompt cache. Over the cases: the mean score, the share over budget, the
-share whose gate failed, mean tokens, the cache-read share (``sum(cache_read) /
-sum(reported)`` over the cases that report usage), and mean and p95 latency. `to_json`
-saves it (``"kind": "contextkit.evaluate"``, which `contextkit report` recognises) and
-`EvalResult.from_json` reads it back; `compare` gives the `Drift` from a baseline result.
+`to_json` saves it (``"kind": "contextkit.evaluate"``, which `contextkit report` reads),
+`EvalResult.from_json` reads it back and `compare` gives the `Drift` from a baseline.
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ from langchain_contextkit.quality.drift import (
     check_tolerance,
     compare_figures,
 )
-from langchain_contextkit.quality.result import GateResult
+from langchain_contextkit.quality.gate import GateResult
 
 if TYPE_CHECKING:
     import os

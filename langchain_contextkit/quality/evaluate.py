@@ -1,30 +1,21 @@
 """`evaluate`: run a set of cases against a context policy and get one table.
 
-Each case is a question, a reference answer and (for an assembler, the middleware or an
-agent) the conversation before it. Per case, `aevaluate` (and its sync twin `evaluate`)
-builds the request the target would send, asks the model, scores the answer with a
-judge (`langchain_contextkit.quality.judges`: LangSmith's and openevals' evaluator
-shape) and records the request's tokens, whether it was over its budget, the quality
-gate's result, latency and the cache-read share. The cases run concurrently, at most
-`max_concurrency` at once, and come back in their order: a concurrent run gives the same
-answers and scores as a sequential one. Given a `baseline` (an earlier `EvalResult`, or
-the file `EvalResult.to_json` saved), the result carries the drift from it.
-
-The targets are `ablate`'s (a `ContextBuilder`, a `WindowAssembler`, a
-`ContextKitMiddleware`: their request is built here and sent to `model`) and a whole
-agent: any runnable that takes ``{"messages": [...]}`` and returns the state, such as
-`create_agent(..., middleware=[ContextKitMiddleware(...)])`. An agent runs each case in
-a thread of its own and its figures come from the call ledgers the middleware keeps.
+Per case the target's request is built (or a whole agent run), the model answers, a judge
+scores it, and the tokens, gate result, latency and cache-read share are recorded. Judges
+take LangSmith's and openevals' evaluator shape ``(inputs, outputs, reference)``, sync or
+async, or a built-in: ``"exact"``, ``"contains"``, ``"regex"`` or a compiled pattern.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import re
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
@@ -37,8 +28,7 @@ from langchain_contextkit.calibration import reported_usage
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.quality.ablation import AblationCase
 from langchain_contextkit.quality.eval_result import CaseResult, EvalResult
-from langchain_contextkit.quality.judges import JudgeSpec, ScoreAnswer, judge_of
-from langchain_contextkit.quality.result import GateResult
+from langchain_contextkit.quality.gate import GateResult
 from langchain_contextkit.tokens import count_message_tokens
 
 if TYPE_CHECKING:
@@ -48,7 +38,16 @@ if TYPE_CHECKING:
 
     from langchain_contextkit.quality.gate import QualityGate
 
-__all__ = ["DEFAULT_MAX_CONCURRENCY", "EvalCase", "aevaluate", "evaluate"]
+__all__ = [
+    "DEFAULT_MAX_CONCURRENCY",
+    "EvalCase",
+    "EvalJudge",
+    "JudgeScore",
+    "JudgeSpec",
+    "aevaluate",
+    "evaluate",
+    "judge_of",
+]
 
 DEFAULT_MAX_CONCURRENCY = 8
 """Cases in flight at once by default."""
@@ -459,3 +458,131 @@ def _from_ledgers(
 
 def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+EvalJudge = Callable[..., Any]
+"""``(inputs, outputs, reference) -> float | bool | dict`` (or an awaitable of one)."""
+
+JudgeSpec = EvalJudge | Literal["exact", "contains", "regex"] | re.Pattern[str]
+"""What `evaluate`'s `judge=` takes: a judge, a built-in's name, or a pattern."""
+
+_KEYWORDS = frozenset({"inputs", "outputs", "reference_outputs", "reference"})
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeScore:
+    """One judged answer: the feedback key, the score and the judge's comment."""
+
+    key: str
+    score: float
+    comment: str | None = None
+
+
+ScoreAnswer = Callable[[Mapping[str, Any], Mapping[str, Any], Any], Awaitable[JudgeScore]]
+"""A judge normalised: always async, always a `JudgeScore`."""
+
+
+def judge_of(judge: object) -> tuple[str, ScoreAnswer]:
+    """The judge's name and its normalised scorer.
+
+    Raises:
+        ConfigError: On an unknown built-in name, or a judge that is not callable.
+    """
+    if isinstance(judge, str):
+        if judge not in _BUILT_IN:
+            msg = f"judge must be one of {sorted(_BUILT_IN)} or a callable, got {judge!r}"
+            raise ConfigError(msg)
+        return judge, _scorer(judge, _BUILT_IN[judge], keywords=None)
+    if isinstance(judge, re.Pattern):
+        pattern = judge
+
+        def matches(_inputs: Any, outputs: Mapping[str, Any], _reference: Any) -> bool:  # noqa: ANN401
+            return pattern.search(str(outputs.get("answer", ""))) is not None
+
+        return f"regex {pattern.pattern!r}", _scorer("regex", matches, keywords=None)
+    if callable(judge):
+        name = str(getattr(judge, "__name__", type(judge).__name__))
+        return name, _scorer(name, judge, keywords=_keywords(judge))
+    msg = f"judge must be a callable, a pattern or a name, got {type(judge).__name__}"
+    raise ConfigError(msg)
+
+
+def _keywords(judge: Callable[..., Any]) -> dict[str, str] | None:
+    """How to call `judge` with keywords (ours -> its names), or None for positional."""
+    try:
+        parameters = inspect.signature(judge).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: positional
+        return None
+    names = set(parameters)
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    if not names & _KEYWORDS and not takes_any:
+        return None
+    mapping = {"inputs": "inputs", "outputs": "outputs"}
+    # LangSmith's and openevals' name first; ours when that is the one it declares.
+    mapping["reference"] = "reference" if "reference" in names else "reference_outputs"
+    if not takes_any:
+        mapping = {ours: theirs for ours, theirs in mapping.items() if theirs in names}
+    return mapping
+
+
+def _scorer(
+    name: str, judge: Callable[..., Any], *, keywords: dict[str, str] | None
+) -> ScoreAnswer:
+    async def score(
+        inputs: Mapping[str, Any],
+        outputs: Mapping[str, Any],
+        reference: Any,  # noqa: ANN401 - any reference
+    ) -> JudgeScore:
+        if keywords is None:
+            value = judge(inputs, outputs, reference)
+        else:
+            given = {"inputs": inputs, "outputs": outputs, "reference": reference}
+            value = judge(**{theirs: given[ours] for ours, theirs in keywords.items()})
+        if inspect.isawaitable(value):
+            value = await value
+        return _as_score(name, value)
+
+    return score
+
+
+def _as_score(name: str, value: object) -> JudgeScore:
+    """A judge's return value as a `JudgeScore` (a number, a bool, or a feedback dict)."""
+    comment = None
+    key = name
+    if isinstance(value, Mapping):
+        key = str(value.get("key") or name)
+        comment = None if value.get("comment") is None else str(value["comment"])
+        value = value.get("score")
+    if isinstance(value, (bool, int, float)):
+        return JudgeScore(key, float(value), comment)
+    msg = (
+        f"judge {name!r} returned {value!r}: a judge returns a number, a bool, or a dict "
+        'with a numeric "score"'
+    )
+    raise TypeError(msg)
+
+
+def _expected(reference: Any) -> str:  # noqa: ANN401 - any reference
+    if isinstance(reference, Mapping):
+        return str(reference.get("answer", ""))
+    return "" if reference is None else str(reference)
+
+
+def _exact(_inputs: Any, outputs: Mapping[str, Any], reference: Any) -> bool:  # noqa: ANN401
+    return str(outputs.get("answer", "")).strip() == _expected(reference).strip()
+
+
+def _contains(_inputs: Any, outputs: Mapping[str, Any], reference: Any) -> bool:  # noqa: ANN401
+    return _expected(reference) in str(outputs.get("answer", ""))
+
+
+def _regex(_inputs: Any, outputs: Mapping[str, Any], reference: Any) -> bool:  # noqa: ANN401
+    pattern = reference if isinstance(reference, re.Pattern) else re.compile(_expected(reference))
+    return pattern.search(str(outputs.get("answer", ""))) is not None
+
+
+_BUILT_IN: dict[str, Callable[..., Any]] = {
+    "exact": _exact,
+    "contains": _contains,
+    "regex": _regex,
+}

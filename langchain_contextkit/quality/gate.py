@@ -19,22 +19,22 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from itertools import combinations
+from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 from langchain_core.messages import BaseMessage
 
 from langchain_contextkit.agents.ledger import CallLedger
 from langchain_contextkit.agents.plan import WindowAssembly
 from langchain_contextkit.builder.report import ContextReport
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.quality._similarity import SHINGLE_SIZE, redundancy
-from langchain_contextkit.quality.result import GateCheck, GateResult
 from langchain_contextkit.tokens import TokenCounter, count_message_tokens, count_tokens
 
 if TYPE_CHECKING:
-    from langchain_contextkit.retrieval import RetrievalResult
+    from langchain_contextkit.retrieval import FloatArray, RetrievalResult
 
-__all__ = ["Fact", "QualityGate", "assert_context_quality"]
+__all__ = ["Fact", "Figure", "GateCheck", "GateResult", "QualityGate", "assert_context_quality"]
 
 Fact = str | re.Pattern[str]
 """A required fact: a literal substring (case-sensitive) or a compiled pattern (searched)."""
@@ -395,3 +395,239 @@ def assert_context_quality(
         lines += ["", str(result)]
         raise AssertionError("\n".join(lines))
     return result
+
+
+SHINGLE_SIZE = 3
+"""Tokens per shingle of the text similarity."""
+
+# A CJK character is a token of its own (those scripts put no spaces between words);
+# anything else is a run of letters and digits.
+_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Redundancy:
+    """The most similar pair of kept items, and how similarity was measured."""
+
+    value: float
+    """The largest pairwise similarity (0.0 with fewer than two items)."""
+    method: Literal["cosine", "shingles"]
+    """``"cosine"`` of embeddings (every item had one) or ``"shingles"`` (Jaccard)."""
+    pair: tuple[int, int] | None
+    """Positions of the most similar pair (None with fewer than two items)."""
+
+
+def shingles(text: str, size: int = SHINGLE_SIZE) -> frozenset[tuple[str, ...]]:
+    """The set of `size`-token shingles of `text` (lower-cased; one shingle if shorter)."""
+    tokens = _TOKEN.findall(text.lower())
+    if len(tokens) <= size:
+        return frozenset([tuple(tokens)]) if tokens else frozenset()
+    return frozenset(tuple(tokens[i : i + size]) for i in range(len(tokens) - size + 1))
+
+
+def _jaccard(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def _embeddings(items: Sequence[RetrievalResult]) -> FloatArray | None:
+    """The items' embeddings as rows of unit vectors, when every item has one of one size."""
+    vectors = [item.embedding for item in items]
+    if any(v is None for v in vectors):
+        return None
+    rows = [np.asarray(v, dtype=float).ravel() for v in vectors]
+    if len({row.size for row in rows}) != 1 or rows[0].size == 0:
+        return None
+    matrix: FloatArray = np.vstack(rows)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: FloatArray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit
+
+
+def redundancy(items: Sequence[RetrievalResult]) -> Redundancy:
+    """The largest pairwise similarity between `items`.
+
+    Cosine of the embeddings when every item carries one (of one size), else the
+    Jaccard similarity of their token shingles (`shingles`).
+
+    Example:
+        ```python
+        from langchain_contextkit import RetrievalResult
+        from langchain_contextkit.quality.gate import redundancy
+
+        items = [
+            RetrievalResult("Refunds within 30 days.", 0.9, "rag", embedding=[1.0, 0.0]),
+            RetrievalResult("Refunds are allowed for 30 days.", 0.8, "rag", embedding=[1.0, 0.1]),
+        ]
+        found = redundancy(items)
+        print(found.method, round(found.value, 3), found.pair)
+        # cosine 0.995 (0, 1)
+        ```
+    """
+    if len(items) < 2:  # noqa: PLR2004 - a pair
+        embedded = bool(items) and _embeddings(items) is not None
+        return Redundancy(0.0, "cosine" if embedded else "shingles", None)
+    unit = _embeddings(items)
+    if unit is not None:
+        gram = unit @ unit.T
+        np.fill_diagonal(gram, -np.inf)
+        i, j = divmod(int(np.argmax(gram)), len(items))
+        return Redundancy(float(gram[i, j]), "cosine", (min(i, j), max(i, j)))
+    sets = [shingles(item.content) for item in items]
+    best, pair = -1.0, (0, 1)
+    for i, j in combinations(range(len(items)), 2):
+        value = _jaccard(sets[i], sets[j])
+        if value > best:
+            best, pair = value, (i, j)
+    return Redundancy(best, "shingles", pair)
+
+
+Figure = int | float
+"""A check's measured figure or threshold."""
+
+
+@dataclass(frozen=True, slots=True)
+class GateCheck:
+    """One check of a gate: its figure against its threshold."""
+
+    name: str
+    """The threshold's name (`max_request_tokens`, `min_evidence`, ...)."""
+    passed: bool | None
+    """True or False; None when the target lacks the data (not applicable)."""
+    figure: Figure | None
+    """What was measured (None when not applicable)."""
+    threshold: Figure
+    """The gate's threshold (for `required_facts`: how many facts are required)."""
+    detail: str
+    """How the figure was measured, what is missing, or why the check does not apply."""
+
+    @property
+    def applicable(self) -> bool:
+        """Whether the target carried the data this check needs."""
+        return self.passed is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data."""
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "figure": self.figure,
+            "threshold": self.threshold,
+            "detail": self.detail,
+        }
+
+    def __str__(self) -> str:
+        """One line: status, name, figure against threshold, detail."""
+        status = {True: "pass", False: "FAIL", None: "n/a "}[self.passed]
+        figure = "-" if self.figure is None else _shown(self.figure)
+        return (
+            f"{status}  {self.name:20} {figure:>8} {_RELATION.get(self.name, 'vs')} "
+            f"{_shown(self.threshold):<8} {self.detail}"
+        ).rstrip()
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """A gate's verdict: passed when no applicable check failed.
+
+    `str(result)` is a readable table; `to_dict()` plain JSON data (what a call's ledger
+    stores under ``gate``); `GateResult.from_dict` reads it back.
+
+    Example:
+        ```python
+        from langchain_core.messages import HumanMessage
+
+        from langchain_contextkit.quality import GateResult, QualityGate
+
+        gate = QualityGate(max_request_tokens=5, min_evidence=1)
+        result = gate.check([HumanMessage("a question far too long for five tokens")])
+        print(result)
+        # quality gate FAILED (1 failed): 2 checks, 1 not applicable
+        #   FAIL  max_request_tokens         18 <= 5        the messages, counted
+        #   n/a   min_evidence                - >= 1        a message list has no kept items
+        stored = result.to_dict()  # what a call's ledger keeps under "gate"
+        assert GateResult.from_dict(stored) == result
+        print([check.name for check in result.failed])
+        # ['max_request_tokens']
+        ```
+    """
+
+    passed: bool
+    checks: tuple[GateCheck, ...]
+
+    @property
+    def failed(self) -> tuple[GateCheck, ...]:
+        """The checks that failed."""
+        return tuple(c for c in self.checks if c.passed is False)
+
+    @property
+    def not_applicable(self) -> tuple[GateCheck, ...]:
+        """The checks the target lacked the data for."""
+        return tuple(c for c in self.checks if c.passed is None)
+
+    def __getitem__(self, name: str) -> GateCheck:
+        """The check named `name`.
+
+        Raises:
+            KeyError: When the gate has no such check.
+        """
+        for check in self.checks:
+            if check.name == name:
+                return check
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data: ``{"passed": ..., "checks": [{name, passed, figure, ...}]}``."""
+        return {"passed": self.passed, "checks": [c.to_dict() for c in self.checks]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GateResult:
+        """Read back what `to_dict` wrote (for example from a call's ledger)."""
+        checks = tuple(
+            GateCheck(
+                name=c["name"],
+                passed=c["passed"],
+                figure=c["figure"],
+                threshold=c["threshold"],
+                detail=c["detail"],
+            )
+            for c in data.get("checks", [])
+        )
+        return cls(passed=bool(data["passed"]), checks=checks)
+
+    def failure_lines(self) -> list[str]:
+        """One line per failed check: its name, figure, threshold and detail."""
+        return [_failure_line(check) for check in self.failed]
+
+    def __str__(self) -> str:
+        """A header with the verdict, then one line per check."""
+        verdict = "passed" if self.passed else f"FAILED ({len(self.failed)} failed)"
+        extra = f", {len(self.not_applicable)} not applicable" if self.not_applicable else ""
+        lines = [f"quality gate {verdict}: {len(self.checks)} checks{extra}"]
+        lines += [f"  {check}" for check in self.checks]
+        return "\n".join(lines)
+
+
+_RELATION = {
+    "max_request_tokens": "<=",
+    "min_evidence": ">=",
+    "required_facts": "of",
+    "max_redundancy": "<=",
+    "max_retrieval_share": "<=",
+}
+
+
+def _shown(value: Figure) -> str:
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.3f}"
+    return str(int(value)) if isinstance(value, float) else str(value)
+
+
+def _failure_line(check: GateCheck) -> str:
+    figure = "-" if check.figure is None else _shown(check.figure)
+    if check.name == "required_facts":
+        return f"- {check.name}: {figure} of {_shown(check.threshold)} present; {check.detail}"
+    relation = _RELATION.get(check.name, "vs")
+    return (
+        f"- {check.name}: {figure} (must be {relation} {_shown(check.threshold)}); {check.detail}"
+    )

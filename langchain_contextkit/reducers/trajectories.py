@@ -1,10 +1,7 @@
 """Typed trajectories of the plan-and-execute and reflection paradigms.
 
-A tool loop's trajectory is its message list. A plan and a reflection loop have more
-structure than messages show, and their reducers must keep that structure (step
-numbers and statuses; every critique point), so they get small models of their own.
-Both render to the text a model reads, and both validate on construction, so a graph
-can keep them in state as dicts and rebuild them with `model_validate`.
+Their reducers must keep structure a message list does not show (step numbers and
+statuses; every critique point). Both render to text and validate on construction.
 """
 
 from __future__ import annotations

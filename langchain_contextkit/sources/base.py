@@ -1,35 +1,10 @@
 """Context sources: where the builder's candidates come from.
 
-A source has a `name` (the budget quota it draws from) and returns
+A source ([`ContextSource`][langchain_contextkit.sources.base.ContextSource]) is a LangChain
+`BaseRetriever` with a `name` (the budget quota it draws from) that returns
 [`RetrievalResult`][langchain_contextkit.retrieval.RetrievalResult]s from
-`fetch(query, scope=None)` and its async twin `afetch`. Every source is also a LangChain
-`BaseRetriever`, so it works wherever LangChain expects one (`invoke`, `ainvoke`, LCEL,
-tracing), returning `Document`s with `contextkit_score` and `contextkit_source` in their
-metadata (a loader's own `source` path, when a result came from one, is kept as it was).
-
-Most of the time you do not subclass anything:
-
-- [`CallableSource`][langchain_contextkit.sources.callable.CallableSource] adapts a function
-  `(query)` or `(query, scope)`, sync or async, returning results, `Document`s or
-  strings.
-- [`RetrieverSource`][langchain_contextkit.sources.retriever.RetrieverSource] adapts any LangChain
-  retriever or vector store (`store.as_retriever()`), optionally embedding the hits so
-  MMR can compare them.
-
-```python
-from langchain_contextkit.sources.base import Scope
-from langchain_contextkit.sources.callable import CallableSource
-
-
-def recall(query, scope):
-    return [f"{scope.user} prefers short answers."]
-
-
-source = CallableSource("memory", recall)
-for result in source.fetch("how long?", Scope(user="ada")):
-    print(result.source, result.score, result.content)
-# memory 1.0 ada prefers short answers.
-```
+`fetch(query, scope=None)` and its async twin `afetch`. Most of the time you do not subclass
+anything: `CallableSource` adapts a function, `RetrieverSource` any retriever or vector store.
 """
 
 from __future__ import annotations
@@ -57,7 +32,6 @@ if TYPE_CHECKING:
     from langchain_core.documents import Document
 
 __all__ = ["ContextSource", "Scope"]
-
 
 # Document metadata keys read as a relevance score, in order of preference.
 _SCORE_KEYS = ("score", "relevance_score")
@@ -110,21 +84,15 @@ class ContextSource(BaseRetriever, ABC):
     """Base class of everything that supplies candidates to the context builder.
 
     Subclasses implement `fetch`; override `afetch` too when the source has native
-    async I/O (the default runs `fetch` in an executor). The builder calls `fetch` /
-    `afetch` directly. As a `BaseRetriever`, a source also answers
-    `invoke(query, scope=..., k=...)` and `ainvoke`, returning `Document`s whose
-    metadata carries `contextkit_score` and `contextkit_source` (never the embedding).
+    async I/O (the default runs `fetch` in an executor). As a `BaseRetriever`, a source
+    also answers `invoke(query, scope=..., k=...)` and `ainvoke`, returning `Document`s
+    whose metadata carries `contextkit_score` and `contextkit_source` (never the
+    embedding); results are relabelled with `name` and capped at `k` (a `k` passed to
+    `invoke` replaces the source's own for that call).
 
-    On the retriever path results are relabelled with this source's `name` and capped
-    at `k` (a `k` passed to `invoke` replaces the source's own for that call). Adapters
-    ([`CallableSource`][langchain_contextkit.sources.callable.CallableSource],
-    [`RetrieverSource`][langchain_contextkit.sources.retriever.RetrieverSource]) do the same in
-    `fetch` itself; a subclass's `fetch` should return results whose `source` is
-    `self.name`.
-
-    `fetch` takes a keyword-only `callbacks` argument: LangChain callbacks to pass to
-    any runnable or retriever the source calls, so traces nest under the caller's run.
-    A subclass may leave it out of its signature; it is then never passed.
+    `fetch`'s keyword-only `callbacks` are LangChain callbacks to pass to any runnable the
+    source calls, so traces nest under the caller's run; a subclass may leave it out of
+    its signature, and it is then never passed.
 
     ```python
     from langchain_contextkit.retrieval import RetrievalResult
@@ -205,17 +173,7 @@ class ContextSource(BaseRetriever, ABC):
         *,
         callbacks: Callbacks = None,
     ) -> list[RetrievalResult]:
-        """Async twin of `fetch`; by default runs `fetch` in an executor.
-
-        Args:
-            query: What the run is about (usually the current question).
-            scope: The run's session.
-            callbacks: LangChain callbacks to pass to any runnable or retriever this
-                source calls.
-
-        Returns:
-            The candidates, each with `source == self.name`, at most `k` of them.
-        """
+        """Async twin of `fetch`; by default runs `fetch` in an executor."""
         return await run_in_executor(None, self._call_fetch, query, scope, callbacks)
 
     def _get_relevant_documents(
@@ -226,18 +184,7 @@ class ContextSource(BaseRetriever, ABC):
         scope: Scope | None = None,
         k: int | None = None,
     ) -> list[Document]:
-        """Fetch and convert to `Document`s (the retriever interface).
-
-        Args:
-            query: The query.
-            run_manager: The retriever run's callback manager.
-            scope: The run's session.
-            k: Cap on the number of results for this call; defaults to `self.k`.
-
-        Returns:
-            One `Document` per result, with `contextkit_score` and `contextkit_source` in
-                its metadata.
-        """
+        """Fetch at most `k` results (this call's `k`, else the source's) as `Document`s."""
         limit = self.k if k is None else _check_k(k)
         results = self._fetch_capped(query, scope, limit=limit, callbacks=run_manager.get_child())
         return [result.to_document() for result in results]
@@ -250,18 +197,7 @@ class ContextSource(BaseRetriever, ABC):
         scope: Scope | None = None,
         k: int | None = None,
     ) -> list[Document]:
-        """Async twin of `_get_relevant_documents`, through `afetch`.
-
-        Args:
-            query: The query.
-            run_manager: The retriever run's callback manager.
-            scope: The run's session.
-            k: Cap on the number of results for this call; defaults to `self.k`.
-
-        Returns:
-            One `Document` per result, with `contextkit_score` and `contextkit_source` in
-                its metadata.
-        """
+        """Async twin of `_get_relevant_documents`, through `afetch`."""
         limit = self.k if k is None else _check_k(k)
         results = await self._afetch_capped(
             query, scope, limit=limit, callbacks=run_manager.get_child()
@@ -271,16 +207,10 @@ class ContextSource(BaseRetriever, ABC):
     def collect(
         self, query: str, scope: Scope | None = None, *, callbacks: Callbacks = None
     ) -> list[RetrievalResult]:
-        """Fetch as the builder does: capped at `k`, labelled with `name`, checked.
+        """Fetch as the builder does: capped at `k`, labelled with `name`, type-checked.
 
-        Unlike `fetch`, this works for every subclass whatever its `fetch` signature
-        (callbacks are passed only where accepted) and rejects results that are not
-        `RetrievalResult`s with a `TypeError` naming the source.
-
-        Args:
-            query: What the run is about.
-            scope: The run's session.
-            callbacks: LangChain callbacks for the source's own runs.
+        Callbacks are passed only to a `fetch` that accepts them; a result that is not a
+        `RetrievalResult` is a `TypeError` naming the source.
         """
         return self._fetch_capped(query, scope, limit=self.k, callbacks=callbacks)
 
@@ -293,10 +223,9 @@ class ContextSource(BaseRetriever, ABC):
     def _fetch_capped(
         self, query: str, scope: Scope | None, *, limit: int | None, callbacks: Callbacks
     ) -> list[RetrievalResult]:
-        """Fetch at most `limit` results labelled with this source's name.
+        """Fetch at most `limit` results labelled with `name`.
 
-        Adapters override this (and `_afetch_capped`) so that a per-call `k` can raise
-        the cap as well as lower it; the default post-processes `fetch`.
+        Adapters override it so that a per-call `k` can raise the cap, not only lower it.
         """
         return self._labelled(self._call_fetch(query, scope, callbacks), limit)
 

@@ -35,10 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CallableSource"]
 
-
 # How `CallableSource` hands the run's scope to its callable.
 _ScopeMode = Literal["positional", "keyword", "none"]
-
 
 # Positional parameters a callable needs to get the scope as its second argument.
 _POSITIONAL_FOR_SCOPE = 2
@@ -144,16 +142,7 @@ class CallableSource(ContextSource):
         *,
         callbacks: Callbacks = None,
     ) -> list[RetrievalResult]:
-        """Call the callable and convert what it returns.
-
-        Args:
-            query: The query.
-            scope: The run's session, passed on as `pass_scope` says.
-            callbacks: LangChain callbacks; runnables and retrievers the callable
-                invokes nest under them.
-
-        Returns:
-            At most `k` results labelled with this source's name.
+        """Call the callable (an awaitable it returns is run to completion) and convert.
 
         Raises:
             TypeError: If the callable returns something other than an iterable of
@@ -168,21 +157,7 @@ class CallableSource(ContextSource):
         *,
         callbacks: Callbacks = None,
     ) -> list[RetrievalResult]:
-        """Async twin of `fetch`: awaits async callables, runs sync ones in an executor.
-
-        Args:
-            query: The query.
-            scope: The run's session, passed on as `pass_scope` says.
-            callbacks: LangChain callbacks; runnables and retrievers the callable
-                invokes nest under them.
-
-        Returns:
-            At most `k` results labelled with this source's name.
-
-        Raises:
-            TypeError: If the callable returns something other than an iterable of
-                `RetrievalResult`s, `Document`s and strings.
-        """
+        """Async twin of `fetch`: awaits async callables, runs sync ones in an executor."""
         return await self._afetch_capped(query, scope, limit=self.k, callbacks=callbacks)
 
     def _fetch_capped(

@@ -20,23 +20,17 @@ from langchain_contextkit.tokens import TokenCounter, count_tokens
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-
 __all__ = ["DEFAULT_CHUNK_TOKENS", "DocChunk", "split_document"]
-
 
 DEFAULT_CHUNK_TOKENS = 200
 """Largest chunk, in tokens of the counter given (`count_tokens` by default)."""
 
-
 _MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
-
 
 _MARKDOWN_HEADINGS = [("#", "h1"), ("##", "h2"), ("###", "h3"), ("####", "h4")]
 
-
 # Paragraphs, lines, then sentences and clauses (Chinese and Western punctuation), then words.
 _SEPARATORS = ["\n\n", "\n", "。", "！", "？", "；", ". ", "! ", "? ", "; ", "，", ", ", " ", ""]
-
 
 _LABEL_JOIN = " › "
 

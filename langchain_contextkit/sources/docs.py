@@ -1,13 +1,9 @@
 r"""A folder of text and markdown as a context source: chunked, then ranked with BM25.
 
-[`load_folder`][langchain_contextkit.sources.folder.load_folder] reads and chunks the folder
-(see [`split_document`][langchain_contextkit.sources.chunking.split_document]). `DocsIndex`
-ranks the chunks with BM25 (SQLite FTS5's `bm25()`, the same tokenisation as the note
-search: Chinese text as characters and bigrams, identifiers such as ``KestrelConsumerLag``
-or ``max_retry_count`` also as their parts, Porter stemming elsewhere; headings and the
-file path weigh twice the body). `DocsSource` serves the best chunks to a
-[`ContextBuilder`][langchain_contextkit.builder.runnable.ContextBuilder], each labelled with
-its file and headings.
+[`load_folder`][langchain_contextkit.sources.folder.load_folder] reads and chunks the folder.
+`DocsIndex` ranks the chunks with SQLite FTS5's `bm25()` (the tokenisation of the note
+search, `_fts`; headings and the file path weigh twice the body). `DocsSource` serves the
+best chunks, each labelled with its file and headings.
 
 ```python
 import tempfile
@@ -68,23 +64,7 @@ _SEARCH = (
 
 
 class DocsIndex:
-    """BM25 over chunks: an in-memory SQLite FTS5 index, built once. Thread-safe.
-
-    Example:
-        ```python
-        from langchain_contextkit.sources.docs import DocsIndex
-        from langchain_contextkit.sources.chunking import DocChunk
-
-        index = DocsIndex(
-            [
-                DocChunk(text="Meals are capped at 80 per day.", path="a.md"),
-                DocChunk(text="Hotels need a receipt.", path="b.md"),
-            ]
-        )
-        print([chunk.path for chunk, score in index.search("hotel receipts")])
-        # ['b.md']
-        ```
-    """
+    """BM25 over chunks: an in-memory SQLite FTS5 index, built once. Thread-safe."""
 
     def __init__(self, chunks: Iterable[DocChunk]) -> None:
         """Index the chunks.
@@ -236,13 +216,7 @@ class DocsSource(ContextSource):
         *,
         callbacks: Callbacks = None,  # noqa: ARG002 - no runnable is called
     ) -> list[RetrievalResult]:
-        """Return the best chunks for `query`, at most `k`.
-
-        Args:
-            query: The query.
-            scope: Ignored: documents are not scoped.
-            callbacks: Ignored: no runnable is called.
-        """
+        """Return the best chunks for `query`, at most `k` (scope and callbacks unused)."""
         return self._fetch_capped(query, None, limit=self.k, callbacks=None)
 
     def _fetch_capped(

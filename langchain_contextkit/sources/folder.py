@@ -26,44 +26,33 @@ from langchain_contextkit.tokens import TokenCounter, count_tokens
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-
 __all__ = ["DEFAULT_SUFFIXES", "LoadedFolder", "SkippedFile", "load_folder"]
 
 
 DEFAULT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt", ".rst")
 """File name endings `load_folder` reads (compared case-insensitively)."""
 
-
 # Bytes read to tell a binary file from text: a NUL byte there means binary.
 _SNIFF_BYTES = 8192
-
 
 # A document is opened without blocking (a FIFO would wait for a writer forever), without
 # following a final symbolic link (unless asked to), and never inherited by a child.
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
-
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
-
 _O_BINARY = getattr(os, "O_BINARY", 0)  # Windows would otherwise translate line ends
-
 
 # A document still being read after this long (a stalled network or FUSE mount) is skipped.
 _READ_SECONDS = 10.0
 
-
 _READ_BLOCK = 1 << 16
-
 
 _clock = time.monotonic  # a module attribute, so a test can make time pass
 
-
 _LEAVES_FOLDER = "symlink leaves the folder"
-
 
 _INTO_HIDDEN = "symlink points into a hidden file or folder"
 

@@ -19,9 +19,7 @@ if TYPE_CHECKING:
 
     from langchain_contextkit.notes.model import Note
 
-
 __all__ = ["NoteSource"]
-
 
 _MAX_RESULTS = 100  # the most notes one fetch returns when `k` is unset (NoteTool's largest page)
 

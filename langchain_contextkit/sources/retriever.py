@@ -1,7 +1,4 @@
-"""`RetrieverSource`: a context source over any LangChain retriever or vector store.
-
-Optionally embeds the hits, so MMR can compare them.
-"""
+"""`RetrieverSource`: a context source over any LangChain retriever or vector store."""
 
 from __future__ import annotations
 
@@ -97,17 +94,7 @@ class RetrieverSource(ContextSource):
         *,
         callbacks: Callbacks = None,
     ) -> list[RetrievalResult]:
-        """Invoke the retriever and convert its documents.
-
-        Args:
-            query: The query.
-            scope: Ignored: retrievers are not scoped.
-            callbacks: LangChain callbacks for the retriever's run.
-
-        Returns:
-            At most `k` results labelled with this source's name, with embeddings when
-            `embeddings` is set.
-        """
+        """Invoke the retriever and convert at most `k` of its documents (scope unused)."""
         return self._fetch_capped(query, None, limit=self.k, callbacks=callbacks)
 
     async def afetch(
@@ -117,17 +104,7 @@ class RetrieverSource(ContextSource):
         *,
         callbacks: Callbacks = None,
     ) -> list[RetrievalResult]:
-        """Async twin of `fetch`, through `ainvoke` and `aembed_documents`.
-
-        Args:
-            query: The query.
-            scope: Ignored: retrievers are not scoped.
-            callbacks: LangChain callbacks for the retriever's run.
-
-        Returns:
-            At most `k` results labelled with this source's name, with embeddings when
-            `embeddings` is set.
-        """
+        """Async twin of `fetch`, through `ainvoke` and `aembed_documents`."""
         return await self._afetch_capped(query, None, limit=self.k, callbacks=callbacks)
 
     def _fetch_capped(

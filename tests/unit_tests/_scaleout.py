@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from langchain_contextkit.testing.openai_stub import Reply, ToolCall, content_text
+from provider_stubs.openai_stub import Reply, ToolCall, content_text
 
 WINDOW = 4_000
 MAX_TOKENS = 300

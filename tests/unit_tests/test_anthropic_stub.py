@@ -10,10 +10,10 @@ from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from provider_stubs.anthropic_stub import AnthropicStub, Reply, ToolCall
 
 from langchain_contextkit import CallableSource, ContextKitMiddleware, RetrievalResult
 from langchain_contextkit.dashboard.figures import summarize_ledgers
-from langchain_contextkit.testing.anthropic_stub import AnthropicStub, Reply, ToolCall
 
 MARK = {"type": "ephemeral"}
 

@@ -35,6 +35,13 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from provider_stubs.openai_stub import (
+    OpenAIStub,
+    Reply,
+    RequestRecord,
+    ToolCall,
+    content_text,
+)
 
 from langchain_contextkit import (
     ContextKitMiddleware,
@@ -46,13 +53,6 @@ from langchain_contextkit import (
 )
 from langchain_contextkit.agents.ledger import CallLedger
 from langchain_contextkit.agents.middleware import LEDGER_KEY
-from langchain_contextkit.testing.openai_stub import (
-    OpenAIStub,
-    Reply,
-    RequestRecord,
-    ToolCall,
-    content_text,
-)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

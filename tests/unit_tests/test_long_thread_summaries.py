@@ -16,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
+from provider_stubs.openai_stub import OpenAIStub, Reply, content_text
 
 from langchain_contextkit import (
     ContextKitMiddleware,
@@ -29,7 +30,6 @@ from langchain_contextkit.compaction._chunked_summary import (
     run_sync,
     summary_requests,
 )
-from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, content_text
 
 WINDOW = 4_000
 FACT = re.compile(r"FACT-[A-Z]: [a-z ]+\d+")

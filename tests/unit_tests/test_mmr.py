@@ -6,7 +6,6 @@ import itertools
 import math
 import textwrap
 import typing
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from langchain_core.documents import Document
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from langchain_contextkit import _mmr_greedy, _mmr_matrix, mmr
+from langchain_contextkit import mmr
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.mmr import MMRRanking, mmr_select
 from langchain_contextkit.retrieval import RetrievalResult
@@ -334,7 +333,7 @@ def test_float32_and_float64_inputs_give_the_same_picks():
 )
 def test_embedding_dtype_is_kept_or_made_float(embeddings, dtype):
     pool = [result(f"d{i}", 0.5, e) for i, e in enumerate(embeddings)]
-    matrix, inv_norm = _mmr_matrix.stacked_embeddings([c.embedding for c in pool])
+    matrix, inv_norm = mmr._stacked_embeddings([c.embedding for c in pool])
     assert matrix.dtype == dtype
     assert inv_norm.dtype == dtype
     assert matrix.shape == (len(embeddings), 3)
@@ -605,32 +604,8 @@ def test_matches_reference_on_larger_inputs_with_ties(seed, lambda_):
         assert [id(r) for r in selected] == [id(r) for r in expected]
 
 
-# Tiny blocks force the multi-block, fallback and full-matrix code paths on small inputs.
-BLOCK_SETTINGS = [
-    {"_MIN_BLOCK": _mmr_greedy._MIN_BLOCK},  # the defaults
-    {
-        "_MIN_BLOCK": 1,
-        "_BLOCK_PER_PICK": 1,
-        "_MAX_BLOCK": 2,
-        "_FULL_MATRIX_FRACTION": 0.0,
-        "_GEMV_MAX_PICKS": 1,
-    },
-    {
-        "_MIN_BLOCK": 2,
-        "_BLOCK_PER_PICK": 1,
-        "_MAX_BLOCK": 3,
-        "_FULL_MATRIX_FRACTION": 1.0,
-        "_GEMV_MAX_PICKS": 100,
-    },
-    {"_MIN_BLOCK": 4, "_BLOCK_PER_PICK": 1, "_MAX_BLOCK": 8},
-]
-
-
-@pytest.mark.parametrize("block_settings", BLOCK_SETTINGS)
 @pytest.mark.parametrize("seed", range(3))
-def test_small_blocks_match_reference_on_random_vectors(block_settings, seed):
-    # Many small blocks: candidates get refreshed at different times, so refresh batches
-    # mix candidates that lag behind by different numbers of picks.
+def test_random_vectors_match_reference(seed):
     rng = np.random.default_rng(seed)
     matrix = rng.standard_normal((150, 4))
     scores = rng.random(150)
@@ -639,8 +614,7 @@ def test_small_blocks_match_reference_on_random_vectors(block_settings, seed):
         for i, (s, row) in enumerate(zip(scores, matrix, strict=True))
     ]
     for lambda_ in (0.3, 0.7):
-        with mock.patch.multiple(_mmr_greedy, **block_settings):
-            selected = mmr_select(candidates, top_k=30, lambda_=lambda_, dedup_threshold=0.9)
+        selected = mmr_select(candidates, top_k=30, lambda_=lambda_, dedup_threshold=0.9)
         expected = reference_mmr(candidates, top_k=30, lambda_=lambda_, dedup_threshold=0.9)
         assert [id(r) for r in selected] == [id(r) for r in expected]
 
@@ -666,9 +640,9 @@ def mmr_problems(draw):
 
 
 @settings(max_examples=250, deadline=None)
-@given(problem=mmr_problems(), block_settings=st.sampled_from(BLOCK_SETTINGS))
-def test_properties_and_agreement_with_reference(problem, block_settings):
-    check_against_reference(*problem, block_settings)
+@given(problem=mmr_problems())
+def test_properties_and_agreement_with_reference(problem):
+    check_against_reference(*problem)
 
 
 def test_tie_between_a_stale_bound_and_the_best_exact_score():
@@ -684,13 +658,11 @@ def test_tie_between_a_stale_bound_and_the_best_exact_score():
         result("b", 0.0),
         result("0", 0.0),
     ]
-    for block_settings in BLOCK_SETTINGS:
-        check_against_reference(candidates, None, 0.0, 0.5, block_settings)
+    check_against_reference(candidates, None, 0.0, 0.5)
 
 
-def check_against_reference(candidates, top_k, lambda_, threshold, block_settings):
-    with mock.patch.multiple(_mmr_greedy, **block_settings):
-        selected = mmr_select(candidates, top_k=top_k, lambda_=lambda_, dedup_threshold=threshold)
+def check_against_reference(candidates, top_k, lambda_, threshold):
+    selected = mmr_select(candidates, top_k=top_k, lambda_=lambda_, dedup_threshold=threshold)
 
     # Same picks, in the same order, as the plain incremental algorithm.
     expected = reference_mmr(candidates, top_k=top_k, lambda_=lambda_, dedup_threshold=threshold)
@@ -781,8 +753,7 @@ def test_lazy_ranking_computes_only_what_is_pulled() -> None:
     first = list(itertools.islice(ranking, 3))
     assert first[0] == 0  # the best score
     assert list(itertools.islice(ranking, 3)) == first  # a second pass replays
-    assert ranking._state is not None
-    assert len(ranking._state.picks) < 600  # one block at most, not all 5000
+    assert len(ranking._picks) == 3  # computed only as pulled, not all 5000
 
 
 def test_lazy_ranking_of_nothing() -> None:

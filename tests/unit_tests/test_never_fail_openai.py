@@ -29,9 +29,9 @@ from _never_fail import (
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from provider_stubs.openai_stub import OpenAIStub, Reply, ToolCall, content_text
 
 from langchain_contextkit import ContextKitMiddleware
-from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall, content_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

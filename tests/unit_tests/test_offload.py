@@ -521,7 +521,7 @@ TURNS = 6
 
 
 def _stub_script() -> Callable[[str, list[dict[str, Any]]], Any]:
-    from langchain_contextkit.testing.openai_stub import Reply, ToolCall, content_text
+    from provider_stubs.openai_stub import Reply, ToolCall, content_text
 
     ids = itertools.count(1)  # unique call ids, whatever compaction leaves in the request
 
@@ -543,8 +543,9 @@ def _stub_script() -> Callable[[str, list[dict[str, Any]]], Any]:
 @pytest.mark.allow_hosts(["127.0.0.1"])
 def test_openai_stub_small_window_no_400_and_fits(tmp_path: Path) -> None:
     pytest.importorskip("langchain_openai")
+    from provider_stubs.openai_stub import OpenAIStub
+
     from langchain_contextkit import tiktoken_counter
-    from langchain_contextkit.testing.openai_stub import OpenAIStub
 
     terminal = TerminalTool(tmp_path, sandbox="none", max_output_chars=2_000)
     with OpenAIStub(_stub_script(), window=STUB_WINDOW) as stub:

@@ -9,15 +9,15 @@ import openai
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
-
-from langchain_contextkit import count_message_tokens, tiktoken_counter
-from langchain_contextkit.testing.openai_stub import (
+from provider_stubs.openai_stub import (
     CACHE_MIN_TOKENS,
     CACHE_STEP_TOKENS,
     OpenAIStub,
     Reply,
     ToolCall,
 )
+
+from langchain_contextkit import count_message_tokens, tiktoken_counter
 
 LOCALHOST = pytest.mark.allow_hosts(["127.0.0.1"])
 CL100K = tiktoken_counter("cl100k_base")

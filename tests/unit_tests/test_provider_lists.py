@@ -26,6 +26,7 @@ from langchain_core.messages import (
 )
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from provider_stubs.openai_stub import OpenAIStub, Reply
 
 from langchain_contextkit import ContextKitMiddleware, find_message_problems, repair_messages
 from langchain_contextkit.agents.ledger_log import ledger_record
@@ -35,7 +36,6 @@ from langchain_contextkit.compaction._recap_commit import _new_problems
 from langchain_contextkit.messages import SystemPlacement, system_placement_for, unit_starts
 from langchain_contextkit.reducers.agent import _without_new_problems
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply
 
 openai_base = pytest.importorskip("langchain_openai.chat_models.base")
 anthropic = pytest.importorskip("langchain_anthropic.chat_models")

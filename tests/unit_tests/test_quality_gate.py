@@ -32,7 +32,7 @@ from langchain_contextkit import (
 )
 from langchain_contextkit.agents.middleware import LEDGER_KEY
 from langchain_contextkit.agents.nodes import ContextGraphState
-from langchain_contextkit.quality._similarity import redundancy, shingles
+from langchain_contextkit.quality.gate import redundancy, shingles
 from langchain_contextkit.testing import ScriptedChatModel
 
 FACT = "Order 1042 ships on Friday."

@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
+from provider_stubs.openai_stub import OpenAIStub, Reply, ToolCall, content_text
 
 from langchain_contextkit import (
     ConfigError,
@@ -39,7 +40,6 @@ from langchain_contextkit.agents._overflow import overflow_of
 from langchain_contextkit.agents.middleware import LEDGER_KEY
 from langchain_contextkit.calibration import CALIBRATION_KEY, Calibration, learn_from_history
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall, content_text
 from langchain_contextkit.tokens import TiktokenCounter
 
 WINDOW = 4_000

@@ -40,8 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _postgres import LOCALHOST, create_database
 from _scaleout import NAMESPACE, WINDOW, Turn, deploy_log, note_id_for, respond, script, thread_of
-
-from langchain_contextkit.testing.openai_stub import OpenAIStub
+from provider_stubs.openai_stub import OpenAIStub
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -102,7 +101,8 @@ class Worker:
         self.name = name
         self._log = log.open("a")
         config = json.dumps({"dsn": dsn, "base_url": base_url})
-        env = {**os.environ, "PYTHONPATH": str(WORKER.parent)}
+        # tests/unit_tests for `_scaleout`, tests/ for the `provider_stubs` it imports.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, WORKER.parents[:2]))}
         self.process = subprocess.Popen(  # noqa: S603 - our own worker, fixed arguments
             [sys.executable, str(WORKER), config],
             stdin=subprocess.PIPE,

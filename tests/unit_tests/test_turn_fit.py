@@ -362,7 +362,7 @@ def test_the_block_gives_way_before_the_turn_is_refused() -> None:
 def test_chatopenai_gets_a_lower_max_tokens_when_the_reserve_shrinks() -> None:
     """Through HTTP: the stub refuses prompt + max_tokens over the window, as OpenAI does."""
     pytest.importorskip("langchain_openai")
-    from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply
+    from provider_stubs.openai_stub import OpenAIStub, Reply
 
     def respond(kind: str, messages: list[dict[str, Any]]) -> Reply:
         return Reply(text="Done.")

@@ -17,6 +17,7 @@ from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from provider_stubs.anthropic_stub import AnthropicStub, Reply, ToolCall
 
 from langchain_contextkit import CallableSource, ContextKitMiddleware, RetrievalResult
 from langchain_contextkit.agents.cache_marks import count_cache_marks, mark_stable_prefix
@@ -26,7 +27,6 @@ from langchain_contextkit.agents.providers import (
     requires_human_first,
 )
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX, HistoryCompactor
-from langchain_contextkit.testing.anthropic_stub import AnthropicStub, Reply, ToolCall
 
 TURNS = 60
 
@@ -145,7 +145,7 @@ def test_sixty_turns_with_the_user_first_rule(*, human_first: bool, stateless: b
 
 def _converse_agent(stub: AnthropicStub, *, human_first: bool, ours_first: bool) -> Any:
     caching = pytest.importorskip("langchain_aws.middleware").BedrockPromptCachingMiddleware()
-    from langchain_contextkit.testing.converse_stub import bedrock_model
+    from provider_stubs.converse_stub import bedrock_model
 
     model = bedrock_model(stub, max_tokens=500)
     extra = {} if human_first else {"compactor": HistoryCompactor(model)}
@@ -205,7 +205,7 @@ def _history(turns: int) -> list[Any]:
 @pytest.mark.parametrize("tail", [True, False])
 def test_converse_cache_points_reach_the_wire_within_four(*, tail: bool) -> None:
     pytest.importorskip("langchain_aws")
-    from langchain_contextkit.testing.converse_stub import bedrock_model
+    from provider_stubs.converse_stub import bedrock_model
 
     stub = AnthropicStub(_respond, window=50_000)
     model = bedrock_model(stub, max_tokens=100)

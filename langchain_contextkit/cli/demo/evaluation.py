@@ -1,11 +1,7 @@
-"""The demo's evaluation: its planted facts as questions, asked of a reader agent.
+"""The demo's evaluation: each planted fact asked, after the session, of a reader agent.
 
-After the session, the demo asks one question per planted fact (`FACTS`) of an agent
-with the session's context policy (`ContextKitMiddleware` over the project's docs, the
-same window, compactor and budget) that has the session's whole conversation behind it,
-and scores the answers with `evaluate`. Offline, `reader_reply` plays the model: a
-perfect reader that answers with the fact exactly when the fact reached its request,
-and says it does not know otherwise; so the score measures the context, not a model.
+Offline, `reader_reply` answers with the fact exactly when it reached its request, so the
+score measures the context, not a model.
 """
 
 from __future__ import annotations

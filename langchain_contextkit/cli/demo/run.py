@@ -1,26 +1,9 @@
 """`contextkit demo`: an agent session on a sample project, one window ledger per call.
 
-An on-call shift on a fictional service's documentation: `create_agent` with
-`ContextKitMiddleware` (a BM25 docs source, the agent's notes, a `HistoryCompactor`),
-`TerminalTool` to explore the project and `NoteTool` to keep notes. Offline (the
-default) a scripted agent plays the model, so the run needs no key and is the same every
-time; with `--model` or ``OPENAI_BASE_URL`` a real model gets the same user turns.
-
-It prints one line per model call (the ledger bar, the prompt's size, whether the
-history was compacted or the tool loop reduced, what the model did), then a summary:
-calls, compactions, the largest prompt against its limit, notes, the quality gate checked
-on every call, which planted facts the model could still see in its last request, and the
-gate failing on purpose on that request with its summary and retrieval block removed.
-The middleware writes every call's ledger as a JSON line (`ledger.jsonl` in the
-workspace, or `--ledger FILE`, replaced if it exists), and the run ends with that log's
-report (`contextkit report`); `--plot FILE.png` saves its chart. `--json` prints the same
-as one object.
-
-The workspace (the copied project and the notes) is a temporary folder removed at the
-end, unless `--keep` is given or `--workspace` names a folder of the user's. Bad
-arguments exit with status 2, a setup or a model call that fails with 1.
-
-The demo's run and its progress printer are one flow, read top to bottom.
+An on-call shift on a fictional service's docs: `create_agent` with `ContextKitMiddleware`,
+`TerminalTool` and `NoteTool`, played offline by a scripted agent (or a real model with
+`--model`). It prints one line per model call, then a summary, the quality gate, which
+planted facts the model could still see, and the ledger log's report.
 """
 
 from __future__ import annotations

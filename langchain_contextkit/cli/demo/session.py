@@ -1,13 +1,8 @@
 """The demo's agent session: `create_agent` with `ContextKitMiddleware`, turn by turn.
 
-`DemoSession` copies the sample project to a workspace, builds the agent (terminal and
-note tools, the middleware with a docs source, the note store and a compactor, an
-in-memory checkpointer) and runs the conversation, reporting each model call as soon as
-its ledger is in the state. At the end it checks which planted facts the model could
-still see in its last request, and in which part of it. The middleware checks
-`DemoGate` (a `QualityGate` whose required facts are the planted facts stated so far)
-on every call; `deliberate_failure` checks it on the last request with its summary and
-retrieval block removed, to show a failure.
+`DemoSession` copies the sample project to a workspace, builds the agent and runs the
+conversation, reporting each model call as soon as its ledger is in the state, and checks
+at the end which planted facts the model could still see in its last request.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ is what the cache arithmetic needs.
 
 Example:
     ```python
-    from langchain_contextkit.testing.anthropic_stub import AnthropicStub, Reply
+    from provider_stubs.anthropic_stub import AnthropicStub, Reply
 
     stub = AnthropicStub(lambda kind, messages: Reply(text="Hi!"), window=10_000)
     long = {"type": "text", "text": "word " * 1_200, "cache_control": {"type": "ephemeral"}}
@@ -57,9 +57,9 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import Self
 
 from langchain_contextkit.agents.providers import MAX_CACHE_BREAKPOINTS
-from langchain_contextkit.testing._encodings import load_encoding
-from langchain_contextkit.testing._http_stub import JsonRoute
-from langchain_contextkit.testing._script import (
+from provider_stubs._encodings import load_encoding
+from provider_stubs._http_stub import JsonRoute
+from provider_stubs._script import (
     SUMMARY_REQUEST,
     Kind,
     Reply,
@@ -279,7 +279,7 @@ class AnthropicStub:
         Raises:
             RuntimeError: When the stub is not started.
         """
-        from langchain_anthropic import ChatAnthropic  # noqa: PLC0415 - an optional extra
+        from langchain_anthropic import ChatAnthropic
 
         return ChatAnthropic(
             model=model,

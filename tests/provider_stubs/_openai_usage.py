@@ -16,7 +16,7 @@ import json
 from array import array
 from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit.testing._script import content_text
+from provider_stubs._script import content_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -12,8 +12,8 @@ Example:
     ```python
     from langchain_core.messages import HumanMessage
 
-    from langchain_contextkit.testing.anthropic_stub import AnthropicStub, Reply
-    from langchain_contextkit.testing.converse_stub import bedrock_model
+    from provider_stubs.anthropic_stub import AnthropicStub, Reply
+    from provider_stubs.converse_stub import bedrock_model
 
     stub = AnthropicStub(lambda kind, messages: Reply(text="Hi!"), window=10_000)
     model = bedrock_model(stub, max_tokens=100)
@@ -29,13 +29,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit.testing._script import SUMMARY_REQUEST
+from provider_stubs._script import SUMMARY_REQUEST
 
 if TYPE_CHECKING:
     from langchain_aws import ChatBedrockConverse
 
-    from langchain_contextkit.testing._script import Kind
-    from langchain_contextkit.testing.anthropic_stub import AnthropicStub
+    from provider_stubs._script import Kind
+    from provider_stubs.anthropic_stub import AnthropicStub
 
 __all__ = ["ConverseClient", "bedrock_model"]
 
@@ -46,7 +46,7 @@ _STOP_REASONS = {"tool_use": "tool_use", "end_turn": "end_turn", "max_tokens": "
 
 def _refuse(message: str) -> Exception:
     # botocore ships no type hints.
-    from botocore.exceptions import (  # type: ignore[import-untyped]  # noqa: PLC0415 - optional
+    from botocore.exceptions import (  # type: ignore[import-untyped]
         ClientError,
     )
 
@@ -147,7 +147,7 @@ class ConverseClient:
         self.requests: list[dict[str, Any]] = []
         """Each request body as langchain-aws built it."""
 
-    def converse(self, **request: Any) -> dict[str, Any]:  # noqa: ANN401 - boto3's signature
+    def converse(self, **request: Any) -> dict[str, Any]:
         """Answer one Converse request.
 
         Raises:
@@ -172,7 +172,7 @@ class ConverseClient:
         if choice is not None:
             body["tool_choice"] = choice
         status, answer = self.stub.handle(body, kind=_recap_kind(messages, tools))
-        if status != 200:  # noqa: PLR2004 - HTTP OK
+        if status != 200:
             raise _refuse(str(answer["error"]["message"]))
         usage = answer["usage"]
         plain, read = usage["input_tokens"], usage["cache_read_input_tokens"]
@@ -207,7 +207,7 @@ def bedrock_model(
     stub: AnthropicStub, *, max_tokens: int, model_id: str = DEFAULT_MODEL_ID
 ) -> ChatBedrockConverse:
     """A `ChatBedrockConverse` (Claude) served by `stub`, the stub's window in its profile."""
-    from langchain_aws import ChatBedrockConverse  # noqa: PLC0415 - an optional extra
+    from langchain_aws import ChatBedrockConverse
 
     return ChatBedrockConverse(
         model_id=model_id,

@@ -50,6 +50,6 @@ def _offline_copy(name: str) -> TokenEncoder:
 
 
 def _bpe_openai_copy(name: str) -> TokenEncoder:
-    import bpe_openai  # noqa: PLC0415 - optional: a test and bench dependency
+    import bpe_openai
 
     return cast("TokenEncoder", bpe_openai.get_encoding(name))

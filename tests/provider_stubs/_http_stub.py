@@ -94,5 +94,5 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002, ANN401 - base API
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base API
         """Keep quiet: the stubs' records say what happened."""

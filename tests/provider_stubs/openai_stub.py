@@ -45,7 +45,7 @@ Example:
     The service's checks run on a request body without any socket, through `handle`:
 
     ```python
-    from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply, ToolCall
+    from provider_stubs.openai_stub import OpenAIStub, Reply, ToolCall
 
 
     def respond(kind, messages):
@@ -84,22 +84,22 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Self
 
-from langchain_contextkit.testing._encodings import TokenEncoder, load_encoding
-from langchain_contextkit.testing._http_stub import JsonRoute
-from langchain_contextkit.testing._openai_rules import (
+from provider_stubs._encodings import TokenEncoder, load_encoding
+from provider_stubs._http_stub import JsonRoute
+from provider_stubs._openai_rules import (
     RequestRejectedError,
     bad_json_body,
     check_request,
     max_tokens,
 )
-from langchain_contextkit.testing._openai_usage import (
+from provider_stubs._openai_usage import (
     CACHE_MIN_TOKENS,
     CACHE_STEP_TOKENS,
     REPLY_PRIMING,
     PrefixCache,
     request_tokens,
 )
-from langchain_contextkit.testing._script import (
+from provider_stubs._script import (
     SUMMARY_REQUEST,
     Kind,
     Reply,
@@ -169,7 +169,7 @@ class OpenAIStub:
 
     Example:
         ```python
-        from langchain_contextkit.testing.openai_stub import OpenAIStub, Reply
+        from provider_stubs.openai_stub import OpenAIStub, Reply
 
         stub = OpenAIStub(lambda kind, messages: Reply(text="Hi!"), window=100)
         body = {"model": "m", "messages": [{"role": "user", "content": "Hello"}]}
@@ -250,7 +250,7 @@ class OpenAIStub:
             ImportError: Without langchain-openai (``pip install
                 "langchain-contextkit[openai]"``).
         """
-        from langchain_openai import ChatOpenAI  # noqa: PLC0415 - an optional extra
+        from langchain_openai import ChatOpenAI
 
         stated = self.window if window is None else window
         return ChatOpenAI(

@@ -1,11 +1,10 @@
-"""Message counts are memoised (issue 17): a memo hit always equals a fresh count."""
+"""Message counts come from one content-keyed cache: a hit always equals a fresh count."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
 from hypothesis import given, settings, strategies as st
 from langchain_core.messages import (
     AIMessage,
@@ -19,10 +18,11 @@ from langchain_contextkit import (
     count_message_tokens,
     count_tokens,
     tiktoken_counter,
-    tokens as tokens_module,
 )
-from langchain_contextkit._count_memo import CountMemo, SeenMessages
-from langchain_contextkit._message_parts import count_parts, message_parts
+from langchain_contextkit._message_cache import MessageCache
+
+if TYPE_CHECKING:
+    import pytest
 from langchain_contextkit.messages import message_costs
 
 
@@ -45,11 +45,20 @@ class Unhashable(CountingCounter):
 
 
 def fresh(messages: list[BaseMessage], counter: Any = count_tokens) -> list[int]:
-    """Each message counted from scratch, bypassing the memo."""
-    return [
-        count_parts(*message_parts(m, tokens_module.DEFAULT_IMAGE_TOKENS, counter), counter)
-        for m in messages
-    ]
+    """Each message counted from scratch: a counter that cannot key the cache."""
+    return message_costs(messages, _Uncached(counter))
+
+
+class _Uncached:
+    """`counter`, unhashable."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, counter: Any) -> None:
+        self.counter = counter
+
+    def __call__(self, text: str) -> int:
+        return int(self.counter(text))
 
 
 words = st.text(
@@ -192,35 +201,29 @@ def test_threads_sharing_the_memo_get_fresh_counts() -> None:
         assert got == [expected[(t + k) % 8] for k in range(8)]
 
 
-def test_the_memo_is_bounded_and_forgets_the_oldest_first() -> None:
-    memo = CountMemo(max_entries=3)
-    for i in range(5):
-        memo.put(("k", i), i)
-    assert len(memo) == 3
-    assert memo.get(("k", 0)) is None
-    assert memo.get(("k", 4)) == 4
-    with pytest.raises(ValueError, match="max_entries"):
-        CountMemo(max_entries=0)
+def test_the_cache_is_bounded_and_forgets_the_oldest_first() -> None:
+    cache = MessageCache(max_entries=3)
+    cache.put_many((("k", i), "cost", i) for i in range(5))
+    assert len(cache) == 3
+    assert cache.get(("k", 0), "cost") is None
+    assert cache.get(("k", 4), "cost") == 4
 
 
-def test_a_message_collected_inside_a_write_does_not_deadlock() -> None:
-    # A dropped message's weakref callback runs wherever the collector happens to run, and
-    # that can be inside the memo's own write, on the same thread: the write holds the
-    # lock the callback needs.
-    seen = SeenMessages()
-    message = HumanMessage("soon gone")
-    seen.put(message, "cost", 7)
-    ref = next(iter(seen._by_id.values()))[0]
+def test_new_objects_without_ids_are_found_by_their_content() -> None:
+    # An HTTP caller converts OpenAI dicts into new messages, without ids, on every call.
+    def history() -> list[BaseMessage]:
+        call = {"name": "search", "args": {"q": "refunds"}, "id": "call_1"}
+        return [
+            HumanMessage("How do refunds work? " * 20),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage("Refunds take five days. " * 30, tool_call_id="call_1"),
+        ]
 
-    def forget_while_writing() -> None:
-        with seen._lock:
-            seen._forget(id(message), ref)
-
-    worker = threading.Thread(target=forget_while_writing, daemon=True)
-    worker.start()
-    worker.join(timeout=5)
-    assert not worker.is_alive(), "the callback deadlocked on the write's lock"
-    assert len(seen) == 0
+    counter = CountingCounter()
+    first = count_message_tokens(history(), counter)
+    calls = counter.calls
+    assert count_message_tokens(history(), counter) == first
+    assert counter.calls == calls
 
 
 def test_tool_schemas_are_counted_once_and_again_when_a_tool_changes() -> None:
