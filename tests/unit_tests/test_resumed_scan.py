@@ -6,7 +6,6 @@ from hypothesis import given, settings, strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_contextkit import messages as messages_module
-from langchain_contextkit.messages import find_message_problems
 
 ids = st.sampled_from(["c1", "c2", "c3"])
 message = st.one_of(
@@ -29,36 +28,6 @@ def test_a_resumed_scan_equals_one_scan(messages: list[BaseMessage], split: int)
     first = messages_module.resume_scan(messages_module.CleanScan(), messages[:split])
     resumed = None if first is None else messages_module.resume_scan(first, messages[split:])
     assert resumed == whole
-
-
-@given(st.lists(message, max_size=14), st.lists(message, max_size=4))
-@settings(max_examples=600, deadline=None)
-def test_the_index_clean_state_never_hides_a_problem(
-    history: list[BaseMessage], tail: list[BaseMessage]
-) -> None:
-    """What `_finish` takes as valid without the full check, the full check finds valid.
-
-    For every unit start of a random history, a request made of a recap, the history
-    from there and a random tail: when the layout's fast check accepts it, the full
-    check finds no problem; and on a clean history with a clean tail it does accept it.
-    """
-    from langchain_contextkit.agents.request_layout import _valid_request
-
-    from langchain_contextkit import count_tokens
-    from langchain_contextkit.compaction._history_index import HistoryIndex
-
-    arrays = HistoryIndex(count_tokens).arrays(history)
-    head: list[BaseMessage] = [SystemMessage("prompt"), SystemMessage("recap")]
-    for start in range(len(history)):
-        kept = history[start:]
-        known = (arrays.cost(start), arrays.clean_from(start))
-        request = [*head, *kept, *tail]
-        if _valid_request(head, kept, known, tail):
-            assert find_message_problems(request) == []
-        if start in messages_module.unit_starts(history) and not find_message_problems(
-            [*history, *tail]
-        ):
-            assert _valid_request(head, kept, known, tail)
 
 
 def test_the_rules_can_state_geminis_turn_before_a_call() -> None:
