@@ -11,8 +11,7 @@
 - `LedgerWriter` / `LedgerCallbackHandler`: the ledgers as JSON lines.
 """
 
-from langchain_contextkit.agents.ledger import CallLedger
-from langchain_contextkit.agents.ledger_log import LedgerCallbackHandler, LedgerWriter
+from langchain_contextkit.agents.ledger import CallLedger, LedgerCallbackHandler, LedgerWriter
 from langchain_contextkit.agents.middleware import CompactionMiddleware, ContextKitMiddleware
 from langchain_contextkit.agents.nodes import (
     CompactionGraphState,

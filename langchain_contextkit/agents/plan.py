@@ -29,13 +29,6 @@ from typing_extensions import Unpack
 
 from langchain_contextkit.agents.layout import Layout, lay_out
 from langchain_contextkit.agents.ledger import CallLedger
-from langchain_contextkit.agents.retrieval_block import (
-    RETRIEVAL_ID,
-    CallRetrieval,
-    block_message,
-    config_for,
-    query_of,
-)
 from langchain_contextkit.agents.tool_results import (
     STORE_OFFLOAD_MIN_TOKENS,
     CutTurn,
@@ -46,6 +39,7 @@ from langchain_contextkit.agents.tool_results import (
     offloader_for,
     with_offload_tally,
 )
+from langchain_contextkit.budget import ContextConfig
 from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.compaction.compactor import (
     CompactionResult,
@@ -68,16 +62,17 @@ from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
 
+    from langchain_core.callbacks import Callbacks
+
     from langchain_contextkit.agents.ledger import Anchor
     from langchain_contextkit.agents.offload_stores import OffloadStore
-    from langchain_contextkit.budget import ContextConfig
+    from langchain_contextkit.builder.gather import Gathered
     from langchain_contextkit.builder.report import ContextReport
     from langchain_contextkit.calibration import Calibration
     from langchain_contextkit.compaction.recap_store import RecapStore
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.prompts import PromptRegistry
-    from langchain_contextkit.sources.base import ContextSource
-
+    from langchain_contextkit.sources.base import ContextSource, Scope
 
 __all__ = [
     "HISTORY_PREVIEW_SHARE",
@@ -85,12 +80,17 @@ __all__ = [
     "RETRIEVAL_ID",
     "UNKNOWN_WINDOW",
     "CallInputs",
+    "CallRetrieval",
     "WindowAssembler",
     "WindowAssembly",
     "arun_plan",
+    "block_message",
+    "config_for",
     "handed_down",
+    "query_of",
     "run_plan",
 ]
+
 
 OUTPUT_RESERVE_FLOOR = 256
 """The output reserve shrinks to this (or stays below it if it was) before a request is
@@ -920,3 +920,61 @@ def handed_down(assembler: WindowAssembler | None, options: dict[str, Any]) -> W
         msg = f"pass {', '.join(clashing)} to the WindowAssembler, not beside assembler="
         raise ConfigError(msg)
     return given
+
+
+RETRIEVAL_ID = "contextkit-retrieval"
+"""Id of the retrieval-block message, so it is recognised (and never stored as history)."""
+
+
+def config_for(sources: Sequence[ContextSource]) -> ContextConfig:
+    """Equal shares for the given sources (the block's budget comes from the ledger)."""
+    names = sorted({source.name for source in sources})
+    return ContextConfig(source_ratios=dict.fromkeys(names, 1 / len(names)), min_chunk_tokens=1)
+
+
+def query_of(turn: Sequence[BaseMessage]) -> str:
+    """What the block is retrieved for: the text of the turn's user message."""
+    return turn[0].text if turn else ""
+
+
+def block_message(report: ContextReport | None) -> HumanMessage | None:
+    """The block as a message, or None when the report has no text."""
+    # A human message: providers accept it anywhere before the question (a system
+    # message mid-conversation is rejected by Anthropic and hoisted by Gemini).
+    if report is None or not report.text.strip():
+        return None
+    return HumanMessage(report.text, id=RETRIEVAL_ID)
+
+
+class CallRetrieval:
+    """One model call's retrieval: who asks (scope, the run's callbacks) and what came back.
+
+    The sources are asked once per call: a retry after a refusal budgets the same
+    candidates into its smaller block instead of fetching them again.
+    """
+
+    def __init__(self, scope: Scope | None = None, callbacks: Callbacks = None) -> None:
+        """Remember who asks; nothing is fetched yet."""
+        self.scope = scope
+        self.callbacks = callbacks
+        self._fetched: tuple[str, Gathered] | None = None
+
+    def report(self, builder: ContextBuilder, query: str, budget: int) -> ContextReport:
+        """The block for `query` within `budget`, fetched on the first call only."""
+        gathered = self._known(query)
+        if gathered is None:
+            gathered = builder.gather(query, scope=self.scope, callbacks=self.callbacks)
+            self._fetched = (query, gathered)
+        return builder.build_block_report(query, budget=budget, gathered=gathered)
+
+    async def areport(self, builder: ContextBuilder, query: str, budget: int) -> ContextReport:
+        """Async `report`."""
+        gathered = self._known(query)
+        if gathered is None:
+            gathered = await builder.agather(query, scope=self.scope, callbacks=self.callbacks)
+            self._fetched = (query, gathered)
+        return await builder.abuild_block_report(query, budget=budget, gathered=gathered)
+
+    def _known(self, query: str) -> Gathered | None:
+        fetched = self._fetched
+        return fetched[1] if fetched is not None and fetched[0] == query else None

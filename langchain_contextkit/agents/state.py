@@ -1,6 +1,8 @@
-"""The agent-state keys the library keeps, the state schemas, and who a call serves.
+"""What a call finds around it: the state keys and schema, who it serves, its stores.
 
-One module names every key, so the middlewares, the graph nodes and the tests agree.
+One module names every key, so the middleware, the graph nodes and the tests agree; the
+agent's (or graph's) LangGraph store is found here too, and the `RecapStore` over it that
+shares recaps between workers (`SharedRecaps`).
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
 )
 from langchain_core.runnables import ensure_config
+from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired
 
 from langchain_contextkit.calibration import CALIBRATION_KEY
+from langchain_contextkit.compaction.recap_store import RecapStore
 from langchain_contextkit.sources.base import Scope
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import Callbacks
+    from langchain_core.runnables import RunnableConfig
 
 __all__ = [
     "CALIBRATION_KEY",
@@ -33,6 +38,7 @@ __all__ = [
     "runs_in_thread",
     "thread_id",
 ]
+
 
 SUMMARY_KEY = "contextkit_summary"
 """The agent-state key that holds the running summary (a `RunningSummary.to_dict()`)."""
@@ -93,3 +99,45 @@ def call_scope(request: ModelRequest[Any]) -> Scope:
 def run_callbacks() -> Callbacks:
     """The callbacks of the run the model call belongs to (None outside a run)."""
     return ensure_config().get("callbacks")
+
+
+_RUNTIME_KEY = "__pregel_runtime"  # where LangGraph puts a node's `Runtime` in its config
+
+
+def agent_store(request: Any) -> BaseStore | None:  # noqa: ANN401 - a ModelRequest or a node's runtime holder
+    """The agent's LangGraph store (`create_agent(store=...)`), when it has one."""
+    store = getattr(getattr(request, "runtime", None), "store", None)
+    return store if isinstance(store, BaseStore) else None
+
+
+def graph_store(config: RunnableConfig | None) -> BaseStore | None:
+    """The graph's LangGraph store (`compile(store=...)`) as a node's config carries it."""
+    runtime = ((config or {}).get("configurable") or {}).get(_RUNTIME_KEY)
+    store = getattr(runtime, "store", None)
+    return store if isinstance(store, BaseStore) else None
+
+
+class SharedRecaps:
+    """Which `RecapStore` a call shares its recaps through: the configured one, else the agent's."""
+
+    def __init__(self, configured: BaseStore | None) -> None:
+        self._configured = None if configured is None else RecapStore(store=configured)
+        self._agent: RecapStore | None = None
+
+    def for_request(self, request: Any) -> RecapStore | None:  # noqa: ANN401 - see `agent_store`
+        """The recaps for this call: `recap_store=`, else the agent's store, else None."""
+        return self.for_store(agent_store(request))
+
+    def for_node(self, config: RunnableConfig | None) -> RecapStore | None:
+        """The recaps for a graph node's run: `recap_store=`, else the graph's store."""
+        return self.for_store(graph_store(config))
+
+    def for_store(self, store: BaseStore | None) -> RecapStore | None:
+        """The recaps over `recap_store=` when set, else over `store` (None: no sharing)."""
+        if self._configured is not None:
+            return self._configured
+        if store is None:
+            return None
+        if self._agent is None or self._agent.store is not store:
+            self._agent = RecapStore(store=store)  # made once per store, not per call
+        return self._agent

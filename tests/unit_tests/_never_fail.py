@@ -46,7 +46,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_contextkit import ContextKitMiddleware, PromptRegistry
-from langchain_contextkit.agents.ledger_log import LEDGER_EVENT
+from langchain_contextkit.agents.ledger import LEDGER_EVENT
 from langchain_contextkit.messages import find_message_problems
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.tokens import count_message_tokens, count_tokens, count_tool_tokens

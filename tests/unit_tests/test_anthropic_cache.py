@@ -19,17 +19,15 @@ from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_openai import ChatOpenAI
 
 from langchain_contextkit import CallableSource, ContextKitMiddleware, RetrievalResult
-from langchain_contextkit.agents.cache_marks import (
-    count_cache_marks,
-    mark_stable_prefix,
-    stable_prefix_ends,
-)
 from langchain_contextkit.agents.middleware import InPlaceSummary
 from langchain_contextkit.agents.providers import (
     MAX_CACHE_BREAKPOINTS,
     caches_explicitly,
+    count_cache_marks,
+    mark_stable_prefix,
     no_tools_choice,
     provider_of,
+    stable_prefix_ends,
 )
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX, HistoryCompactor
 

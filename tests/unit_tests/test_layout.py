@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langchain_contextkit.agents.cache_marks import layout_ends, stable_prefix_ends
 from langchain_contextkit.agents.layout import lay_out
-from langchain_contextkit.agents.retrieval_block import RETRIEVAL_ID
+from langchain_contextkit.agents.plan import RETRIEVAL_ID
+from langchain_contextkit.agents.providers import layout_ends, stable_prefix_ends
 from langchain_contextkit.compaction import HistoryCompactor
 
 _RECAP = HistoryCompactor(keep_recent=2, trigger_tokens=50).compact(

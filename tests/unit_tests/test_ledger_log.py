@@ -22,7 +22,7 @@ from langchain_contextkit import (
     LedgerCallbackHandler,
     LedgerWriter,
 )
-from langchain_contextkit.agents.ledger_log import LEDGER_EVENT, ledger_record, read_ledger_log
+from langchain_contextkit.agents.ledger import LEDGER_EVENT, ledger_record, read_ledger_log
 from langchain_contextkit.errors import LedgerLogError
 from langchain_contextkit.testing import ScriptedChatModel
 
@@ -118,7 +118,7 @@ def test_a_failed_write_is_logged_not_raised(
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     writer = LedgerWriter(blocker / "calls.jsonl")  # its parent is a file: cannot be made
-    with caplog.at_level(logging.WARNING, "langchain_contextkit.agents.ledger_log"):
+    with caplog.at_level(logging.WARNING, "langchain_contextkit.agents.ledger"):
         assert writer.write(LEDGER) is False
     assert "could not write the call's ledger" in caplog.text
 

@@ -19,7 +19,7 @@ from langchain_contextkit import (
     RetrievalResult,
     RetrieverSource,
 )
-from langchain_contextkit.agents.retrieval_block import RETRIEVAL_ID
+from langchain_contextkit.agents.plan import RETRIEVAL_ID
 from langchain_contextkit.sources.base import Scope
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.tokens import count_tokens

@@ -29,7 +29,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from provider_stubs.openai_stub import OpenAIStub, Reply
 
 from langchain_contextkit import ContextKitMiddleware, find_message_problems, repair_messages
-from langchain_contextkit.agents.ledger_log import ledger_record
+from langchain_contextkit.agents.ledger import ledger_record
 from langchain_contextkit.agents.middleware import LEDGER_KEY
 from langchain_contextkit.agents.plan import WindowAssembler
 from langchain_contextkit.compaction._recap_commit import _new_problems

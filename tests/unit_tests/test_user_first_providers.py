@@ -20,9 +20,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from provider_stubs.anthropic_stub import AnthropicStub, Reply, ToolCall
 
 from langchain_contextkit import CallableSource, ContextKitMiddleware, RetrievalResult
-from langchain_contextkit.agents.cache_marks import count_cache_marks, mark_stable_prefix
 from langchain_contextkit.agents.providers import (
     MAX_CACHE_BREAKPOINTS,
+    count_cache_marks,
+    mark_stable_prefix,
     marks_with_cache_points,
     requires_human_first,
 )
