@@ -42,9 +42,7 @@ from langchain_contextkit.agents.offload_stores import NoteOffloadStore, Offload
 from langchain_contextkit.agents.plan import (
     CallInputs,
     CallRetrieval,
-    arun_plan,
     handed_down,
-    run_plan,
 )
 from langchain_contextkit.agents.providers import (
     apply_cache_marks,
@@ -79,6 +77,7 @@ from langchain_contextkit.compaction.summarizers import SUMMARY_CONFIG
 from langchain_contextkit.errors import ConfigError, ContextQualityError, ContextQualityWarning
 from langchain_contextkit.messages import repair_messages, system_placement_for
 from langchain_contextkit.notes.langgraph_store import StoreNoteStore
+from langchain_contextkit.reducers.base import arun_steps, run_steps
 from langchain_contextkit.tokens import (
     TokenCounter,
     count_message_tokens,
@@ -561,7 +560,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ExtendedModelResponse[Any]:
         """Send the assembled request instead of the raw history; retry once if too long."""
-        return run_plan(self._flow(request, handler, asynchronous=False))
+        return run_steps(self._flow(request, handler, asynchronous=False))
 
     async def awrap_model_call(
         self,
@@ -569,7 +568,7 @@ class ContextKitMiddleware(AgentMiddleware[ContextKitState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
         """Async `wrap_model_call`."""
-        return await arun_plan(self._flow(request, handler, asynchronous=True))
+        return await arun_steps(self._flow(request, handler, asynchronous=True))
 
 
 @dataclass(frozen=True, slots=True)

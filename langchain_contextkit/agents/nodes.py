@@ -24,7 +24,6 @@ from langgraph.graph import MessagesState
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
-from langchain_contextkit._async import run_sync
 from langchain_contextkit._validate import check_count
 from langchain_contextkit.agents.ledger import next_call_number, with_ledger
 from langchain_contextkit.agents.middleware import GateLike, OnGateFail, check_gate_options, gated
@@ -36,10 +35,15 @@ from langchain_contextkit.compaction.compactor import (
     RunningSummary,
 )
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.reducers.agent import reduce_agent
-from langchain_contextkit.reducers.base import ReducerConfig, SummarizerLike
-from langchain_contextkit.reducers.plan import reduce_plan
-from langchain_contextkit.reducers.reflection import reduce_reflection
+from langchain_contextkit.reducers.agent import _reduce_agent
+from langchain_contextkit.reducers.base import (
+    ReducerConfig,
+    SummarizerLike,
+    arun_steps,
+    run_steps,
+)
+from langchain_contextkit.reducers.plan import _reduce_plan
+from langchain_contextkit.reducers.reflection import _reduce_reflection
 from langchain_contextkit.reducers.trajectories import PlanTrajectory, ReflectionTrajectory
 from langchain_contextkit.tokens import (
     TokenCounter,
@@ -49,7 +53,7 @@ from langchain_contextkit.tokens import (
 from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Generator, Mapping, Sequence
 
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
@@ -326,10 +330,10 @@ def reducer_node(
     )
     knobs = config or ReducerConfig()
 
-    async def reduce(state: Mapping[str, Any]) -> dict[str, Any]:
+    def reduction(state: Mapping[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
         value = state[source]
         if paradigm == "agent":
-            view: Any = await reduce_agent(
+            view: Any = yield from _reduce_agent(
                 value,
                 limit,
                 summarize,
@@ -338,7 +342,7 @@ def reducer_node(
                 fidelity=knobs.fidelity,
             )
         elif paradigm == "plan":
-            plan = await reduce_plan(
+            plan = yield from _reduce_plan(
                 PlanTrajectory.model_validate(value),
                 limit,
                 summarize,
@@ -348,14 +352,17 @@ def reducer_node(
             )
             view = plan.render()
         else:
-            loop = await reduce_reflection(
+            loop = yield from _reduce_reflection(
                 ReflectionTrajectory.model_validate(value), limit, summarize, counter=counter
             )
             view = loop.render()
         return {target: view}
 
     def reduce_sync(state: Mapping[str, Any]) -> dict[str, Any]:
-        return run_sync(reduce(state))
+        return run_steps(reduction(state))
+
+    async def reduce(state: Mapping[str, Any]) -> dict[str, Any]:
+        return await arun_steps(reduction(state))
 
     return RunnableLambda(reduce_sync, afunc=reduce, name=f"reduce_{paradigm}")
 

@@ -2,9 +2,9 @@
 
 `WindowAssembler` is what every entry point runs before a model call (the middleware,
 `context_node`). Its plan is plain code with no I/O: a generator that yields what it needs
-(`Retrieve` the block, `Offload` or `Cut` tool results, `Reduce` the tool loop, `Compact`
-the history) and returns the laid-out `WindowAssembly`. Two short drivers answer it,
-`run_plan` (sync, no event loop) and `arun_plan` (async): the pattern of httpx's
+(`Retrieve` the block, `Offload` or `Cut` tool results, the tool loop's summaries,
+`Compact` the history) and returns the laid-out `WindowAssembly`. Two short drivers answer it,
+`run_steps` (sync, no event loop) and `arun_steps` (async): the pattern of httpx's
 ``auth_flow``. The steps, in one direction:
 
 1. **Inputs.** The messages (a caller's broken pairs repaired in the request only), the
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from typing_extensions import Unpack
@@ -48,7 +48,8 @@ from langchain_contextkit.compaction.compactor import (
 )
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
 from langchain_contextkit.messages import repair_messages, system_placement_for
-from langchain_contextkit.reducers.agent import reduce_agent, reduce_agent_sync
+from langchain_contextkit.reducers.agent import _reduce_agent
+from langchain_contextkit.reducers.base import SummaryCall, arun_steps, run_steps
 from langchain_contextkit.sources.notes import NoteSource
 from langchain_contextkit.tokens import (
     REPLY_PRIMING,
@@ -71,7 +72,6 @@ if TYPE_CHECKING:
     from langchain_contextkit.calibration import Calibration
     from langchain_contextkit.compaction.recap_store import RecapStore
     from langchain_contextkit.notes import NoteStore
-    from langchain_contextkit.prompts import PromptRegistry
     from langchain_contextkit.sources.base import ContextSource, Scope
 
 __all__ = [
@@ -83,12 +83,10 @@ __all__ = [
     "CallRetrieval",
     "WindowAssembler",
     "WindowAssembly",
-    "arun_plan",
     "block_message",
     "config_for",
     "handed_down",
     "query_of",
-    "run_plan",
 ]
 
 
@@ -148,8 +146,8 @@ class CallInputs(TypedDict, total=False):
     call: int
     """The call's number, for the ledger."""
     summarize_view: Callable[..., Any] | None
-    """Writes a recap in place (`HistoryCompactor.compact_view`): sync for `run_plan`,
-    async for `arun_plan`."""
+    """Writes a recap in place (`HistoryCompactor.compact_view`): sync for `run_steps`,
+    async for `arun_steps`."""
     budget: WindowBudget | None
     """The call's ledger when the caller has already computed it."""
     calibration: Calibration | None
@@ -227,32 +225,6 @@ class Cut:
 
 
 @dataclass(frozen=True, slots=True)
-class Reduce:
-    """The turn's tool loop reduced to `budget` (`reduce_agent`)."""
-
-    turn: list[BaseMessage]
-    budget: int
-    counter: TokenCounter
-    keep_recent_steps: int
-    prompts: PromptRegistry
-
-    def _args(self) -> dict[str, Any]:
-        return {
-            "counter": self.counter,
-            "keep_recent_steps": self.keep_recent_steps,
-            "prompts": self.prompts,
-        }
-
-    def run(self) -> list[BaseMessage]:
-        """Reduce (extractive: no I/O)."""
-        return reduce_agent_sync(self.turn, self.budget, **self._args())
-
-    async def arun(self) -> list[BaseMessage]:
-        """Async `run`."""
-        return await reduce_agent(self.turn, self.budget, **self._args())
-
-
-@dataclass(frozen=True, slots=True)
 class Compact:
     """The history compacted to fit beside the turn (`HistoryCompactor.compact_view`)."""
 
@@ -269,44 +241,8 @@ class Compact:
         return await self.compactor.acompact_view(self.history, **self.arguments)
 
 
-_T = TypeVar("_T")
-
-Step: TypeAlias = "Retrieve | Offload | Cut | Reduce | Compact"
+Step: TypeAlias = "Retrieve | Offload | Cut | Compact | SummaryCall"
 Plan: TypeAlias = "Generator[Step, Any, WindowAssembly]"
-
-
-def run_plan(plan: Generator[Any, Any, _T]) -> _T:
-    """Drive a plan with the sync I/O of its steps (no event loop is started).
-
-    A step is anything with ``run()`` and ``arun()``: the plan's own, and those of a
-    flow around it (the middleware's model call).
-    """
-    try:
-        step = next(plan)
-        while True:
-            try:
-                answer = step.run()
-            except Exception as error:  # noqa: BLE001, PERF203 - the plan decides what it survives
-                step = plan.throw(error)
-            else:
-                step = plan.send(answer)
-    except StopIteration as done:
-        return cast("_T", done.value)
-
-
-async def arun_plan(plan: Generator[Any, Any, _T]) -> _T:
-    """Drive a plan with the async I/O of its steps."""
-    try:
-        step = next(plan)
-        while True:
-            try:
-                answer = await step.arun()
-            except Exception as error:  # noqa: BLE001, PERF203 - the plan decides what it survives
-                step = plan.throw(error)
-            else:
-                step = plan.send(answer)
-    except StopIteration as done:
-        return cast("_T", done.value)
 
 
 # -- the plan -------------------------------------------------------------------------------
@@ -484,18 +420,18 @@ class WindowAssembler:
         self, messages: Sequence[BaseMessage], **inputs: Unpack[CallInputs]
     ) -> WindowAssembly:
         """Lay out one model call (sync; a `summarize_view` is sync too). See `plan`."""
-        return run_plan(self.plan(messages, **inputs))
+        return run_steps(self.plan(messages, **inputs))
 
     async def aassemble(
         self, messages: Sequence[BaseMessage], **inputs: Unpack[CallInputs]
     ) -> WindowAssembly:
         """Async `assemble` (a `summarize_view` is async). See `plan`."""
-        return await arun_plan(self.plan(messages, **inputs))
+        return await arun_steps(self.plan(messages, **inputs))
 
     # -- the plan ---------------------------------------------------------------------------
 
     def plan(self, messages: Sequence[BaseMessage], **inputs: Unpack[CallInputs]) -> Plan:
-        """One model call's request: a generator of its I/O steps, driven by `run_plan`.
+        """One model call's request: a generator of its I/O steps, driven by `run_steps`.
 
         What does not fit gives way in this order, and nothing else is refused: the
         recap's share is held only when there is a history to recap; the current turn's
@@ -736,12 +672,12 @@ class WindowAssembler:
             if steps > self.keep_recent_steps:
                 continue
             try:
-                reduced: list[BaseMessage] = yield Reduce(
+                reduced: list[BaseMessage] = yield from _reduce_agent(
                     turn,
                     target + REPLY_PRIMING,
-                    self.counter,
-                    steps,
-                    self.compactor.prompts,
+                    counter=self.counter,
+                    keep_recent_steps=steps,
+                    prompts=self.compactor.prompts,
                 )
             except ContextWindowExceeded:
                 continue

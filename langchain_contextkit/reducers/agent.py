@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_contextkit._async import run_sync
 from langchain_contextkit.compaction.summarizers import check_fidelity, render_transcript
 from langchain_contextkit.messages import (
     find_message_problems,
@@ -26,9 +25,12 @@ from langchain_contextkit.messages import (
 from langchain_contextkit.prompts import Fidelity, PromptRegistry
 from langchain_contextkit.reducers.base import (
     SummarizerLike,
+    SummaryCall,
     _check_budget,
     _exceeded,
-    _summary_within,
+    arun_steps,
+    run_steps,
+    summary_within,
 )
 from langchain_contextkit.tokens import (
     TokenCounter,
@@ -37,7 +39,7 @@ from langchain_contextkit.tokens import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Generator, Sequence
 
 
 __all__ = ["reduce_agent", "reduce_agent_sync"]
@@ -109,6 +111,30 @@ async def reduce_agent(
         # ['human', 'ai', 'ai', 'tool', 'ai', 'tool']
         ```
     """
+    return await arun_steps(
+        _reduce_agent(
+            messages,
+            budget,
+            summarize,
+            counter=counter,
+            keep_recent_steps=keep_recent_steps,
+            prompts=prompts,
+            fidelity=fidelity,
+        )
+    )
+
+
+def _reduce_agent(
+    messages: Sequence[BaseMessage],
+    budget: int,
+    summarize: SummarizerLike | None = None,
+    *,
+    counter: TokenCounter = count_tokens,
+    keep_recent_steps: int = 3,
+    prompts: PromptRegistry | None = None,
+    fidelity: Fidelity = "medium",
+) -> Generator[SummaryCall, Any, list[BaseMessage]]:
+    """`reduce_agent` as a generator of the summaries it needs (`run_steps` drives it)."""
     _check_budget(budget)
     check_fidelity(fidelity)
     if count_message_tokens(messages, counter) <= budget:
@@ -142,7 +168,7 @@ async def reduce_agent(
     instruction = registry.summary_instruction(max_tokens=room, fidelity=fidelity)
     pins = _flat([u for u in middle if id(u) in pinned])
     for _ in range(_ENTRY_ROUNDS):
-        summary = await _summary_within(
+        summary = yield from summary_within(
             summarize, text, instruction, room, counter, registry=registry, fidelity=fidelity
         )
         if not summary:
@@ -263,8 +289,8 @@ def reduce_agent_sync(
         # True
         ```
     """
-    return run_sync(
-        reduce_agent(
+    return run_steps(
+        _reduce_agent(
             messages,
             budget,
             summarize,

@@ -11,10 +11,16 @@ import dataclasses
 import inspect
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from langchain_contextkit._async import run_sync as run_awaitable
 from langchain_contextkit._validate import check_count, from_known_fields
-from langchain_contextkit.compaction._chunked_summary import SAFETY, fitted_requests, run_async
+from langchain_contextkit.compaction._chunked_summary import (
+    SAFETY,
+    fitted_requests,
+    run_async,
+    run_sync,
+)
 from langchain_contextkit.compaction.summarizers import (
     ASummarize,
     ExtractiveSummarizer,
@@ -32,14 +38,15 @@ from langchain_contextkit.tokens import (
 from langchain_contextkit.window_budget import model_limits
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Generator, Mapping
 
+    from langchain_contextkit.compaction._chunked_summary import Requests
     from langchain_contextkit.prompts import PromptRegistry
 
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ReducerConfig", "SummarizerLike", "tokens_of"]
+__all__ = ["ReducerConfig", "SummarizerLike", "SummaryCall", "arun_steps", "run_steps", "tokens_of"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -115,27 +122,77 @@ def _extractive(
     )
 
 
-def _as_async(
-    summarize: SummarizerLike | None,
-    room: int,
-    counter: TokenCounter,
-    registry: PromptRegistry,
-    fidelity: Fidelity,
-) -> ASummarize:
-    """Turn whatever the caller gave into an async callback (extractive when None)."""
-    if summarize is None:
-        return _extractive(room, counter, registry, fidelity).asummarize
-    if isinstance(summarize, (LLMSummarizer, ExtractiveSummarizer)):
-        return summarize.asummarize
-    function = summarize
+@dataclass(frozen=True, slots=True)
+class SummaryCall:
+    """One summary a reducer needs: `summarize(text, instruction)`, or chunked requests.
 
-    async def call(text: str, instruction: str) -> str:
-        result = function(text, instruction)
+    A step of a reducer's generator (see `run_steps`): the sync driver calls the sync
+    side of the summariser, the async driver its async side.
+    """
+
+    summarize: SummarizerLike
+    text: str
+    instruction: str
+    requests: Requests | None = None
+    """The map-reduce requests of a text too long for an LLM summariser's window."""
+
+    def run(self) -> str:
+        """The summary, with the summariser's sync side (the objects' ``__call__``)."""
+        if self.requests is not None:
+            return run_sync(self.requests, cast("Summarize", self.summarize))
+        result = self.summarize(self.text, self.instruction)
+        if inspect.isawaitable(result):  # an async callback handed to a sync reducer
+            result = run_awaitable(result)
+        return result if isinstance(result, str) else ""
+
+    async def arun(self) -> str:
+        """The summary, with the summariser's async side."""
+        summarize = self.summarize
+        if isinstance(summarize, (LLMSummarizer, ExtractiveSummarizer)):
+            if self.requests is not None:
+                return await run_async(self.requests, summarize.asummarize)
+            return await summarize.asummarize(self.text, self.instruction)
+        result = summarize(self.text, self.instruction)
         if inspect.isawaitable(result):
             result = await result
         return result if isinstance(result, str) else ""
 
-    return call
+
+_T = TypeVar("_T")
+
+
+def run_steps(steps: Generator[Any, Any, _T]) -> _T:
+    """Drive a generator of steps with their sync I/O (no event loop is started).
+
+    A step is anything with ``run()`` and ``arun()``; an error a step raises is thrown
+    into the generator, which decides what it survives.
+    """
+    try:
+        step = next(steps)
+        while True:
+            try:
+                answer = step.run()
+            except Exception as error:  # noqa: BLE001, PERF203 - the generator decides
+                step = steps.throw(error)
+            else:
+                step = steps.send(answer)
+    except StopIteration as done:
+        return cast("_T", done.value)
+
+
+async def arun_steps(steps: Generator[Any, Any, _T]) -> _T:
+    """Drive a generator of steps with their async I/O."""
+    try:
+        step = next(steps)
+        while True:
+            try:
+                answer = await step.arun()
+            except Exception as error:  # noqa: BLE001, PERF203 - the generator decides
+                step = steps.throw(error)
+            else:
+                step = steps.send(answer)
+    except StopIteration as done:
+        return cast("_T", done.value)
 
 
 def _fits(text: str, instruction: str, room: int, window: int, counter: TokenCounter) -> bool:
@@ -143,7 +200,7 @@ def _fits(text: str, instruction: str, room: int, window: int, counter: TokenCou
     return counter(text) + counter(instruction) + room + 64 <= int(window * (1 - SAFETY))
 
 
-async def _summary_within(
+def summary_within(
     summarize: SummarizerLike | None,
     text: str,
     instruction: str,
@@ -152,8 +209,8 @@ async def _summary_within(
     *,
     registry: PromptRegistry,
     fidelity: Fidelity,
-) -> str:
-    """Summarise `text` into at most `room` tokens.
+) -> Generator[SummaryCall, str, str]:
+    """Summarise `text` into at most `room` tokens (a generator of its `SummaryCall`).
 
     The extractive summary steps in when the summariser fails or returns nothing; when
     that finds nothing either (no sentence carries a fact), the text itself, cut to the
@@ -179,11 +236,10 @@ async def _summary_within(
                 counter=counter,
                 fidelity=fidelity,
             )
-            summary = await run_async(requests, llm.asummarize)
+            summary = yield SummaryCall(llm, text, instruction, requests)
         else:
-            summary = await _as_async(summarize, room, counter, registry, fidelity)(
-                text, instruction
-            )
+            who = summarize or _extractive(room, counter, registry, fidelity)
+            summary = yield SummaryCall(who, text, instruction)
     except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost data
         logger.warning(
             "summariser failed (%s: %s); using the extractive one", type(exc).__name__, exc

@@ -9,18 +9,20 @@ missing. `reduce_plan_sync` is the same call for sync code.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit._async import run_sync
 from langchain_contextkit.compaction.facts import FactIndex
 from langchain_contextkit.compaction.summarizers import check_fidelity, compose_extension
 from langchain_contextkit.prompts import Fidelity, PromptRegistry
 from langchain_contextkit.reducers.base import (
     SummarizerLike,
+    SummaryCall,
     _check_budget,
     _exceeded,
     _extractive,
-    _summary_within,
+    arun_steps,
+    run_steps,
+    summary_within,
 )
 from langchain_contextkit.tokens import (
     TokenCounter,
@@ -28,7 +30,7 @@ from langchain_contextkit.tokens import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Generator, Sequence
 
     from langchain_contextkit.reducers.trajectories import (
         PlanStep,
@@ -101,6 +103,30 @@ async def reduce_plan(
         # 6 results summarised
         ```
     """
+    return await arun_steps(
+        _reduce_plan(
+            steps,
+            budget,
+            summarize,
+            counter=counter,
+            keep_recent=keep_recent,
+            prompts=prompts,
+            fidelity=fidelity,
+        )
+    )
+
+
+def _reduce_plan(
+    steps: PlanTrajectory,
+    budget: int,
+    summarize: SummarizerLike | None = None,
+    *,
+    counter: TokenCounter = count_tokens,
+    keep_recent: int = 3,
+    prompts: PromptRegistry | None = None,
+    fidelity: Fidelity = "medium",
+) -> Generator[SummaryCall, Any, PlanTrajectory]:
+    """`reduce_plan` as a generator of the summaries it needs (`run_steps` drives it)."""
     _check_budget(budget)
     check_fidelity(fidelity)
     if counter(steps.render()) <= budget:
@@ -135,7 +161,7 @@ async def reduce_plan(
         )
     room = budget - floor
     instruction = instruction_of(max_tokens=room, fidelity=fidelity)
-    summary = await _summary_within(
+    summary = yield from summary_within(
         summarize, text, instruction, room, counter, registry=registry, fidelity=fidelity
     )
     # Re-insert what the summary dropped. A longer fact list leaves less room for the
@@ -201,8 +227,8 @@ def reduce_plan_sync(
     fidelity: Fidelity = "medium",
 ) -> PlanTrajectory:
     """`reduce_plan` for sync callers (same arguments, same result)."""
-    return run_sync(
-        reduce_plan(
+    return run_steps(
+        _reduce_plan(
             steps,
             budget,
             summarize,

@@ -7,16 +7,18 @@ call for sync code.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from langchain_contextkit._async import run_sync
 from langchain_contextkit.compaction.facts import normalised
 from langchain_contextkit.reducers.base import (
     SummarizerLike,
     _check_budget,
     _exceeded,
+    arun_steps,
+    run_steps,
 )
 from langchain_contextkit.reducers.trajectories import ReflectionTrajectory
 from langchain_contextkit.tokens import (
@@ -25,17 +27,33 @@ from langchain_contextkit.tokens import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Generator, Sequence
 
     from langchain_core.embeddings import Embeddings
 
 __all__ = ["reduce_reflection", "reduce_reflection_sync"]
 
 
+@dataclass(frozen=True, slots=True)
+class Embed:
+    """The critique points embedded, a step of `_reduce_reflection` (see `run_steps`)."""
+
+    embeddings: Embeddings
+    texts: list[str]
+
+    def run(self) -> list[list[float]]:
+        """Embed with the sync API."""
+        return self.embeddings.embed_documents(self.texts)
+
+    async def arun(self) -> list[list[float]]:
+        """Embed with the async API."""
+        return await self.embeddings.aembed_documents(self.texts)
+
+
 async def reduce_reflection(
     rounds: ReflectionTrajectory,
     budget: int,
-    summarize: SummarizerLike | None = None,  # noqa: ARG001 - the reducers share one signature
+    summarize: SummarizerLike | None = None,
     *,
     counter: TokenCounter = count_tokens,
     embeddings: Embeddings | None = None,
@@ -91,6 +109,28 @@ async def reduce_reflection(
         # Final draft: revenue up 12%, see page 4.
         ```
     """
+    return await arun_steps(
+        _reduce_reflection(
+            rounds,
+            budget,
+            summarize,
+            counter=counter,
+            embeddings=embeddings,
+            similarity_threshold=similarity_threshold,
+        )
+    )
+
+
+def _reduce_reflection(
+    rounds: ReflectionTrajectory,
+    budget: int,
+    summarize: SummarizerLike | None = None,  # noqa: ARG001 - the reducers share one signature
+    *,
+    counter: TokenCounter = count_tokens,
+    embeddings: Embeddings | None = None,
+    similarity_threshold: float = 0.9,
+) -> Generator[Embed, Any, ReflectionTrajectory]:
+    """`reduce_reflection` as a generator of the summaries it needs (`run_steps` drives it)."""
     _check_budget(budget)
     if counter(rounds.render()) <= budget or len(rounds.rounds) <= 1:
         if counter(rounds.render()) > budget:
@@ -104,7 +144,7 @@ async def reduce_reflection(
     for round_ in rounds.rounds[:-1]:
         folded_points.extend(round_.critique)
     latest = rounds.rounds[-1]
-    kept_points = await _distinct_points(
+    kept_points = yield from _distinct_points(
         folded_points, latest.critique, embeddings, similarity_threshold
     )
     reduced = ReflectionTrajectory(
@@ -121,12 +161,12 @@ async def reduce_reflection(
     return reduced
 
 
-async def _distinct_points(
+def _distinct_points(
     folded: Sequence[str],
     latest: Sequence[str],
     embeddings: Embeddings | None,
     threshold: float,
-) -> tuple[list[str], list[str]]:
+) -> Generator[Embed, Any, tuple[list[str], list[str]]]:
     """Drop repeated points: from the folded ones, and latest ones already raised before."""
     points = [*folded, *latest]
     keep = [True] * len(points)
@@ -140,7 +180,8 @@ async def _distinct_points(
         else:
             first_of[key] = i
     if embeddings is not None and len(points) > 1:
-        vectors = np.asarray(await embeddings.aembed_documents(list(points)), dtype=np.float64)
+        embedded = yield Embed(embeddings, list(points))
+        vectors = np.asarray(embedded, dtype=np.float64)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         unit = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
         similar = unit @ unit.T >= threshold
@@ -164,8 +205,8 @@ def reduce_reflection_sync(
     similarity_threshold: float = 0.9,
 ) -> ReflectionTrajectory:
     """`reduce_reflection` for sync callers (same arguments, same result)."""
-    return run_sync(
-        reduce_reflection(
+    return run_steps(
+        _reduce_reflection(
             rounds,
             budget,
             summarize,
