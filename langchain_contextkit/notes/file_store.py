@@ -1,12 +1,9 @@
 """`FileNoteStore`: notes as markdown files in a folder, safe across processes and crashes.
 
-One `<id>.md` file per note (YAML front matter and the markdown content, the format a
-person reads and edits) is the source of truth (see `_note_files`). `notes_index.json`
-and `notes_journal.jsonl` let listing and writing avoid opening or rewriting every file;
-`_folder_index` keeps them true under a lock shared by every process, and rebuilds them
-from the note files when they cannot be trusted. Writes are atomic (see `_fsio`). Ids are
-checked on every call and symbolic links are never followed, so nothing outside the
-workspace is read or written.
+One `<id>.md` file per note (YAML front matter and markdown, the format a person reads
+and edits) is the source of truth; `_folder_index` keeps the JSON index and journal true
+under a lock every process shares. Writes are atomic (`_fsio`). Ids are checked on every
+call and symbolic links are never followed, so nothing outside the workspace is touched.
 """
 
 from __future__ import annotations
@@ -19,11 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_contextkit.errors import ConfigError, NoteNotFoundError
-from langchain_contextkit.notes._folder_index import LOCK_FILE, FolderIndex
+from langchain_contextkit.notes._folder_index import (
+    _NOTE_SUFFIX,
+    INDEX_FILE,
+    JOURNAL_FILE,
+    LOCK_FILE,
+    FolderIndex,
+    _Entry,
+    note_path,
+    read_note,
+)
 from langchain_contextkit.notes._fsio import fsync_dir, write_atomic
-from langchain_contextkit.notes._journal import _NOTE_SUFFIX, INDEX_FILE, JOURNAL_FILE, _Entry
 from langchain_contextkit.notes._markdown import render_note
-from langchain_contextkit.notes._note_files import note_path, read_note
 from langchain_contextkit.notes._search import SearchIndex, query_terms
 from langchain_contextkit.notes.model import (
     DEFAULT_MAX_CONTENT_CHARS,
