@@ -1,22 +1,8 @@
-"""A note as a markdown file with YAML front matter, and back.
+"""A note as a markdown file with YAML front matter (the seed's layout), and back.
 
-The layout is the seed's:
-
-    ---
-    id: note_20250119_153000_1a2b3c4d
-    title: 项目进展 - 第一阶段
-    type: task_state
-    tags: [refactoring, phase1, backend]
-    created_at: 2025-01-19T15:30:00.000000+00:00
-    updated_at: 2025-01-19T15:30:00.000000+00:00
-    ---
-
-    (content, exactly as given)
-
-Titles and tags are emitted by PyYAML, which quotes whatever YAML would misread (`---`,
-`: `, `#`, brackets...), and are single lines, so the first line that is exactly `---`
-after the opening one always closes the front matter, whatever the content holds. Only
-`yaml.safe_load` ever reads it.
+Titles and tags are single lines emitted by PyYAML, which quotes whatever YAML would
+misread, so the first line that is exactly `---` after the opening one always closes the
+front matter, whatever the content holds. Only `yaml.safe_load` reads it.
 """
 
 from __future__ import annotations
@@ -96,19 +82,10 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
 
 
 def parse_note(text: str, *, note_id: str, modified: datetime) -> Note:
-    """Read a note file.
+    """Read a note file; the file name gives the id.
 
-    The file name gives the id. A file edited or added by hand may lack fields or front
-    matter altogether: the title falls back to the id, the type to `general`, the times to
-    the file's modification time, and a warning is logged for anything unreadable.
-
-    Args:
-        text: The file's text.
-        note_id: The id, from the file's name.
-        modified: The file's modification time (fallback for missing timestamps).
-
-    Returns:
-        The note.
+    A hand-written file may lack fields or front matter: the title falls back to the id,
+    the type to `general`, the times to `modified` (the file's), with a warning.
     """
     front, body = split_front_matter(text)
     meta: dict[object, object] = {}

@@ -1,13 +1,8 @@
-"""BM25 search over notes, kept warm in memory and updated note by note.
+"""BM25 search over notes: SQLite FTS5 in memory, updated note by note.
 
-The ranking is SQLite FTS5's `bm25()` with per-column weights, over an in-memory database
-that lives as long as the store object. Unlike a rebuild-only index (bm25s, rank-bm25) a
-changed note costs one delete and one insert, whatever the number of notes. Tokenisation
-(CJK runs as characters and bigrams, identifiers such as ``retry_backoff_ms`` or
-``RetryBackoff`` whole and in parts, Porter stemming elsewhere) is shared with the
-document search: see `langchain_contextkit._fts`. A note's columns are re-derived from the
-note to delete its row (the table is contentless), so `index_text` must stay a pure
-function of the text.
+Tokenisation is shared with the document search (`langchain_contextkit._fts`). The table
+is contentless: a row is deleted by re-deriving its columns from the note, so
+`index_text` must stay a pure function of the text.
 """
 
 from __future__ import annotations
@@ -40,20 +35,13 @@ def _columns(note: Note) -> tuple[str, str, str]:
 
 
 class SearchIndex:
-    """An in-memory FTS5 index of notes, synchronised with a store by version stamps.
+    """An in-memory FTS5 index of notes, kept in line with a store by version stamps.
 
-    `sync(versions, load)` brings the index in line with the store: notes whose version
-    stamp changed are reloaded through `load`, notes that disappeared are removed, and
-    nothing else is touched, so keeping it warm costs work in proportion to what changed.
     Thread-safe: one lock guards the connection.
     """
 
     def __init__(self) -> None:
-        """Open the in-memory database.
-
-        Raises:
-            SearchUnavailableError: If SQLite here was built without FTS5.
-        """
+        """Open the in-memory database (`SearchUnavailableError` without FTS5)."""
         self._lock = threading.Lock()
         # One connection, guarded by our lock, used from whichever thread runs the store.
         self._db = connect(
@@ -81,13 +69,11 @@ class SearchIndex:
         versions: Mapping[str, Hashable],
         load: Callable[[Sequence[str]], Iterable[tuple[Note, Hashable]]],
     ) -> None:
-        """Bring the index in line with a store.
+        """Bring the index in line with a store, touching only what changed.
 
         Args:
-            versions: Every note id in the store, with a stamp that changes whenever the
-                note does (a file's inode and mtime, an item's update time).
-            load: Called with the ids whose stamp changed; yields those notes with the
-                stamps they were read at (a note that vanished meanwhile is left out).
+            versions: Every note id in the store, with a stamp that changes with the note.
+            load: Yields the notes whose stamp changed, with the stamps they were read at.
         """
         with self._lock:
             gone = [note_id for note_id in self._notes if note_id not in versions]
@@ -143,17 +129,7 @@ class SearchIndex:
         tags: Sequence[str],
         limit: int,
     ) -> list[tuple[Note, float]]:
-        """Rank notes against `query`, best first, ties broken by recency.
-
-        Args:
-            query: Free text; its words and CJK bigrams are OR-ed.
-            note_type: Keep only notes of this type.
-            tags: Keep only notes with at least one of these tags.
-            limit: Maximum number of results.
-
-        Returns:
-            `(note, score)` pairs, score > 0. Empty when the query has no searchable word.
-        """
+        """`(note, score > 0)` pairs, best first, ties newest first; the query's words OR-ed."""
         match = match_expression(query)
         if match is None:
             return []

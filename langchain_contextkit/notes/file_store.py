@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.errors import ConfigError, NoteNotFoundError
+from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.notes._folder_index import (
     _NOTE_SUFFIX,
     INDEX_FILE,
@@ -40,7 +40,7 @@ from langchain_contextkit.notes.model import (
     new_note_id,
     select,
 )
-from langchain_contextkit.notes.store import Flow, NoteStore, Revise, done
+from langchain_contextkit.notes.store import Flow, NoteStore, Revise, done, not_found
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
@@ -54,10 +54,8 @@ __all__ = ["INDEX_FILE", "JOURNAL_FILE", "LOCK_FILE", "FileNoteStore"]
 class FileNoteStore(NoteStore):
     """Notes as markdown files with YAML front matter in one folder, plus a JSON index.
 
-    Safe to share between threads and between processes on one machine (all of them
-    lock the same file), and against crashes (atomic writes; the index is rebuilt from
-    the files whenever it cannot be trusted). Needs POSIX file locks, so not Windows:
-    use [`StoreNoteStore`][langchain_contextkit.notes.StoreNoteStore] there.
+    Safe across threads, processes on one machine and crashes. Needs POSIX file locks:
+    on Windows use [`StoreNoteStore`][langchain_contextkit.notes.StoreNoteStore].
 
     ```python
     import tempfile
@@ -91,15 +89,11 @@ class FileNoteStore(NoteStore):
         max_notes: int | None = DEFAULT_MAX_NOTES,
         max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
     ) -> None:
-        """Open (creating if needed) the notes folder `workspace`.
-
-        Opening checks the index against the note files and rebuilds it if it is
-        missing, corrupt or stale.
+        """Open the notes folder `workspace`, checking its index against the note files.
 
         Args:
             workspace: The folder; created with its parents if missing.
-            max_notes: Notes the store holds before `create` is refused; `None` for no
-                cap.
+            max_notes: Notes the store holds before `create` is refused; `None` for no cap.
             max_content_chars: Characters a note's content may have.
 
         Raises:
@@ -190,10 +184,9 @@ class FileNoteStore(NoteStore):
         return done(self._index.locked(search, write=False))
 
     def rebuild_index(self) -> int:
-        """Rebuild the index from the note files now, and return how many notes it has.
+        """Rebuild the index from the note files; return how many notes it has.
 
-        Never needed for the store's own writes; use it after editing note files by hand
-        in a way that keeps their inode, size and modification time.
+        Only needed after hand edits that keep a file's inode, size and modification time.
         """
 
         def rebuild() -> int:
@@ -207,11 +200,9 @@ class FileNoteStore(NoteStore):
     def _load(self, note_id: str) -> Note:
         """Read a note the index knows, or raise `NoteNotFoundError`."""
         entries = self._index.entries
-        if note_id not in entries:
-            raise _not_found(note_id)
-        read = read_note(self._root, note_id, entries.get(note_id))
+        read = None if note_id not in entries else read_note(self._root, note_id, entries[note_id])
         if read is None:
-            raise _not_found(note_id)
+            raise not_found(note_id)
         return read[0]
 
     def _read_many(self, note_ids: Iterable[str]) -> Iterator[tuple[Note, _Stamp]]:
@@ -231,10 +222,3 @@ class FileNoteStore(NoteStore):
         if self._search_index is not None:
             self._search_index.put(note, stamp)
         self._index.record([{"op": "put", "note": entry.to_json(), "dir": self._index.dir_mtime()}])
-
-
-def _not_found(note_id: str) -> NoteNotFoundError:
-    return NoteNotFoundError(
-        f"no note with id {note_id!r} (deleted, or never created): use list or search "
-        "to find the ids of existing notes"
-    )

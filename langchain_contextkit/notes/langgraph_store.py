@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import BaseStore, GetOp, Item, Op, PutOp, Result, SearchOp
 
-from langchain_contextkit.errors import ConfigError, InvalidNoteError, NoteNotFoundError
+from langchain_contextkit.errors import ConfigError, InvalidNoteError
 from langchain_contextkit.notes._search import SearchIndex, query_terms
 from langchain_contextkit.notes.model import (
     DEFAULT_MAX_CONTENT_CHARS,
@@ -40,6 +40,7 @@ from langchain_contextkit.notes.store import (
     Revise,
     _check_filters,
     adrive,
+    not_found,
 )
 
 if TYPE_CHECKING:
@@ -261,11 +262,7 @@ class StoreNoteStore(NoteStore):
     def _from_item(self, item: Item | None, note_id: str) -> Note:
         note = None if item is None else self._parse(item)
         if note is None:
-            msg = (
-                f"no note with id {note_id!r} (deleted, or never created): use list or "
-                "search to find the ids of existing notes"
-            )
-            raise NoteNotFoundError(msg)
+            raise not_found(note_id)
         return note
 
     def _parse(self, item: Item) -> Note | None:

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, TypeVar
 from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import Op, Result
 
-from langchain_contextkit.errors import ConfigError, InvalidNoteError, NoteLimitError
+from langchain_contextkit.errors import (
+    ConfigError,
+    InvalidNoteError,
+    NoteLimitError,
+    NoteNotFoundError,
+)
 from langchain_contextkit.notes.model import (
     DEFAULT_MAX_CONTENT_CHARS,
     DEFAULT_MAX_NOTES,
@@ -406,6 +411,14 @@ class NoteStore(ABC):
                 "update or delete an existing note instead of creating a new one"
             )
             raise NoteLimitError(msg)
+
+
+def not_found(note_id: str) -> NoteNotFoundError:
+    """The error for an id no note has."""
+    return NoteNotFoundError(
+        f"no note with id {note_id!r} (deleted, or never created): use list or search "
+        "to find the ids of existing notes"
+    )
 
 
 def _check_filters(
