@@ -153,8 +153,6 @@ class FileNoteStore(NoteStore):
                 os.unlink(note_path(self._root, note_id))
             fsync_dir(self._root)
             del self._index.entries[note_id]
-            if self._search_index is not None:
-                self._search_index.remove(note_id)
             self._index.record([{"op": "del", "id": note_id, "dir": self._index.dir_mtime()}])
             return note
 
@@ -219,6 +217,4 @@ class FileNoteStore(NoteStore):
         # In memory first: recording may fold the journal into a new index, which must
         # include this note.
         self._index.entries[note.id] = entry
-        if self._search_index is not None:
-            self._search_index.put(note, stamp)
         self._index.record([{"op": "put", "note": entry.to_json(), "dir": self._index.dir_mtime()}])
