@@ -8,6 +8,7 @@ front matter, whatever the content holds. Only `yaml.safe_load` reads it.
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, TypeVar
 
 import yaml
@@ -34,7 +35,9 @@ _T = TypeVar("_T")
 _SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 _FENCE = "---"
-_FENCES = {"---", "..."}  # YAML allows `...` to end a document, as some editors write
+# The opening fence, the lines up to the first closing one (YAML's `...` too, as some
+# editors write), and the one blank line our writer puts after it.
+_FRONT_MATTER = re.compile(r"---\r*\n((?:[^\n]*\n)*?)(?:---|\.\.\.)\r*(?:\n(?:\r?\n)?|\Z)")
 # Front matter beyond this is not ours (our own is a few hundred bytes): refuse to parse it.
 _MAX_FRONT_MATTER_CHARS = 64_000
 
@@ -60,25 +63,8 @@ def render_note(note: Note) -> str:
 
 def split_front_matter(text: str) -> tuple[str | None, str]:
     """Split a note file into its front matter (or `None`) and its body."""
-    first, newline, rest = text.partition("\n")
-    if first.rstrip("\r") != _FENCE or not newline:
-        return None, text
-    position = 0
-    while position <= len(rest):
-        end = rest.find("\n", position)
-        line = rest[position:] if end < 0 else rest[position:end]
-        if line.rstrip("\r") in _FENCES:
-            body = "" if end < 0 else rest[end + 1 :]
-            # Our writer puts one blank line after the fence; hand-written files may not.
-            if body.startswith("\r\n"):
-                body = body[2:]
-            elif body.startswith("\n"):
-                body = body[1:]
-            return rest[:position], body
-        if end < 0:
-            break
-        position = end + 1
-    return None, text
+    match = _FRONT_MATTER.match(text)
+    return (match[1], text[match.end() :]) if match else (None, text)
 
 
 def parse_note(text: str, *, note_id: str, modified: datetime) -> Note:
