@@ -52,10 +52,6 @@ class SearchIndex:
         self._ids: dict[int, str] = {}
         self._next_rid = 1
 
-    def __len__(self) -> int:
-        """Number of notes indexed."""
-        return len(self._notes)
-
     def sync(
         self,
         versions: Mapping[str, Hashable],
@@ -109,18 +105,21 @@ class SearchIndex:
         if match is None:
             return []
         weights = f"{_TITLE_WEIGHT}, {_TAGS_WEIGHT}, {_CONTENT_WEIGHT}"
+        hits: list[tuple[Note, float]] = []
         with self._lock:
             rows = self._db.execute(
-                f"SELECT rowid, bm25(fts, {weights}) FROM fts WHERE fts MATCH ?",  # noqa: S608 - constants
+                f"SELECT rowid, bm25(fts, {weights}) AS rank FROM fts WHERE fts MATCH ? "  # noqa: S608 - constants
+                "ORDER BY rank",
                 (match,),
-            ).fetchall()
-            found = [(self._notes[self._ids[rid]][1], rank) for rid, rank in rows]
-        hits = [
-            (note, rank)
-            for note, rank in found
-            if (note_type is None or note.type == note_type)
-            and (not tags or any(tag in note.tags for tag in tags))
-        ]
+            )
+            for rid, rank in rows:
+                if len(hits) >= limit and rank != hits[-1][1]:
+                    break  # past the last rank that can still make the cut
+                note = self._notes[self._ids[rid]][1]
+                if (note_type is None or note.type == note_type) and (
+                    not tags or any(tag in note.tags for tag in tags)
+                ):
+                    hits.append((note, rank))
         hits.sort(key=lambda hit: (hit[0].updated_at, hit[0].id), reverse=True)
         hits.sort(key=lambda hit: hit[1])  # stable: equal ranks stay newest first
         # bm25() is negative, lower is better; report it as a positive score.
