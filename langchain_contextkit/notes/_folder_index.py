@@ -1,24 +1,28 @@
 """The index of a `FileNoteStore` folder, kept true under a lock across processes and crashes.
 
-`notes_index.json` holds every note's metadata and file stamp; `notes_journal.jsonl`
-holds one record per write since (see `_journal`), so a write appends a line instead of
-rewriting the index. The journal is folded into a new index once it has more lines than
-the store has notes. Every operation runs under the `.notes.lock` `fcntl.flock` lock,
-shared for reads and exclusive for writes, after catching up with the index, the journal
-and the folder; the index is rebuilt from the note files when missing, corrupt, or when
-the folder changed behind the store's back (noticed through the folder's modification
-time, recorded after every own write). Symbolic links are never followed.
+A note is `<id>.md` directly inside the folder (the source of truth). `notes_index.json`
+holds every note's metadata and file stamp (inode, mtime, size); `notes_journal.jsonl` one
+record per write since, so a write appends a line instead of rewriting the index; the
+journal is folded into a new index once it has more lines than the store has notes. Every
+operation runs under the `.notes.lock` `flock` (shared to read, exclusive to write) after
+catching up with the index, the journal and the folder; the index is rebuilt from the note
+files when missing, corrupt, or when the folder changed behind the store's back (its
+modification time moved). Symbolic links are never followed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import errno
 import json
 import logging
 import os
 import stat
 import sys
 import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_contextkit.errors import NoteError
@@ -32,16 +36,8 @@ from langchain_contextkit.notes._fsio import (
     read_bytes,
     write_atomic,
 )
-from langchain_contextkit.notes._journal import (
-    _FORMAT,
-    _NOTE_SUFFIX,
-    INDEX_FILE,
-    JOURNAL_FILE,
-    _CorruptJournal,
-    _Entry,
-)
-from langchain_contextkit.notes._note_files import read_note
-from langchain_contextkit.notes.model import check_note_id, is_note_id
+from langchain_contextkit.notes._markdown import parse_note, split_front_matter
+from langchain_contextkit.notes.model import Note, NoteInfo, check_note_id, is_note_id
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -49,21 +45,93 @@ if TYPE_CHECKING:
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["LOCK_FILE", "FolderIndex"]
+__all__ = ["INDEX_FILE", "JOURNAL_FILE", "LOCK_FILE", "FolderIndex", "note_path", "read_note"]
 
-# The store's one log channel, whichever of its modules reports.
 logger = logging.getLogger("langchain_contextkit.notes.file_store")
 
 _T = TypeVar("_T")
 
+INDEX_FILE = "notes_index.json"
+JOURNAL_FILE = "notes_journal.jsonl"
 LOCK_FILE = ".notes.lock"
+_NOTE_SUFFIX = ".md"
+_FORMAT = 1
 # The journal is folded into the index once it has more lines than notes, and never
 # sooner than this: small stores would otherwise rewrite their index every few writes.
 _COMPACT_MIN = 256
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """What the index knows of one note: its metadata and its file's stamp."""
+
+    info: NoteInfo
+    stamp: _Stamp
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.info.to_dict(),
+            "file": f"{self.info.id}{_NOTE_SUFFIX}",
+            "stamp": list(self.stamp),
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> _Entry:
+        """Read an index entry; raises `ValueError` (or a subclass) if malformed."""
+        match data.get("stamp") if isinstance(data, dict) else None:
+            case [int() as inode, int() as mtime, int() as size]:
+                return cls(Note.from_dict(data).info(), (inode, mtime, size))
+        msg = "index entry has no valid file stamp"
+        raise ValueError(msg)
+
+
+class _CorruptJournal(Exception):  # noqa: N818 - a signal, not an error
+    """The journal has an unreadable line: rebuild from the note files."""
+
+
 class _NeedsExclusiveLock(Exception):  # noqa: N818 - a signal, not an error
     """The index must be repaired, which a reader holding a shared lock may not do."""
+
+
+def note_path(root: str, note_id: str) -> str:
+    """The file of note `note_id`, which is always directly inside the workspace `root`."""
+    return os.path.join(root, check_note_id(note_id) + _NOTE_SUFFIX)
+
+
+def read_note(root: str, note_id: str, known: _Entry | None = None) -> tuple[Note, _Stamp] | None:
+    """Read a note file and its stamp; `None` if it is missing or not a regular file.
+
+    When the file is still the version `known` was recorded from (same stamp), the
+    metadata comes from `known` and only the body is split off (parsing YAML is most of
+    the cost of a read).
+    """
+    try:
+        fd = os.open(note_path(root, note_id), os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # a symbolic link: never followed
+            logger.warning("ignoring note %s: its file is a symbolic link", note_id)
+            return None
+        raise
+    with open(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = file.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        logger.warning("note %s is not valid UTF-8; undecodable bytes replaced", note_id)
+        text = data.decode("utf-8", errors="replace")
+    stamp = _stamp(info)
+    if known is not None and known.stamp == stamp:
+        front, body = split_front_matter(text)
+        if front is not None:
+            fields = {f.name: getattr(known.info, f.name) for f in dataclasses.fields(NoteInfo)}
+            return Note(**fields, content=body), stamp
+    modified = datetime.fromtimestamp(info.st_mtime, timezone.utc)
+    return parse_note(text, note_id=note_id, modified=modified), stamp
 
 
 class FolderIndex:

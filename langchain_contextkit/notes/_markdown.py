@@ -1,27 +1,14 @@
-"""A note as a markdown file with YAML front matter, and back.
+"""A note as a markdown file with YAML front matter (the seed's layout), and back.
 
-The layout is the seed's:
-
-    ---
-    id: note_20250119_153000_1a2b3c4d
-    title: 项目进展 - 第一阶段
-    type: task_state
-    tags: [refactoring, phase1, backend]
-    created_at: 2025-01-19T15:30:00.000000+00:00
-    updated_at: 2025-01-19T15:30:00.000000+00:00
-    ---
-
-    (content, exactly as given)
-
-Titles and tags are emitted by PyYAML, which quotes whatever YAML would misread (`---`,
-`: `, `#`, brackets...), and are single lines, so the first line that is exactly `---`
-after the opening one always closes the front matter, whatever the content holds. Only
-`yaml.safe_load` ever reads it.
+Titles and tags are single lines emitted by PyYAML, which quotes whatever YAML would
+misread, so the first line that is exactly `---` after the opening one always closes the
+front matter, whatever the content holds. Only `yaml.safe_load` reads it.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, TypeVar
 
 import yaml
@@ -48,7 +35,9 @@ _T = TypeVar("_T")
 _SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 _FENCE = "---"
-_FENCES = {"---", "..."}  # YAML allows `...` to end a document, as some editors write
+# The opening fence, the lines up to the first closing one (YAML's `...` too, as some
+# editors write), and the one blank line our writer puts after it.
+_FRONT_MATTER = re.compile(r"---\r*\n((?:[^\n]*\n)*?)(?:---|\.\.\.)\r*(?:\n(?:\r?\n)?|\Z)")
 # Front matter beyond this is not ours (our own is a few hundred bytes): refuse to parse it.
 _MAX_FRONT_MATTER_CHARS = 64_000
 
@@ -74,41 +63,15 @@ def render_note(note: Note) -> str:
 
 def split_front_matter(text: str) -> tuple[str | None, str]:
     """Split a note file into its front matter (or `None`) and its body."""
-    first, newline, rest = text.partition("\n")
-    if first.rstrip("\r") != _FENCE or not newline:
-        return None, text
-    position = 0
-    while position <= len(rest):
-        end = rest.find("\n", position)
-        line = rest[position:] if end < 0 else rest[position:end]
-        if line.rstrip("\r") in _FENCES:
-            body = "" if end < 0 else rest[end + 1 :]
-            # Our writer puts one blank line after the fence; hand-written files may not.
-            if body.startswith("\r\n"):
-                body = body[2:]
-            elif body.startswith("\n"):
-                body = body[1:]
-            return rest[:position], body
-        if end < 0:
-            break
-        position = end + 1
-    return None, text
+    match = _FRONT_MATTER.match(text)
+    return (match[1], text[match.end() :]) if match else (None, text)
 
 
 def parse_note(text: str, *, note_id: str, modified: datetime) -> Note:
-    """Read a note file.
+    """Read a note file; the file name gives the id.
 
-    The file name gives the id. A file edited or added by hand may lack fields or front
-    matter altogether: the title falls back to the id, the type to `general`, the times to
-    the file's modification time, and a warning is logged for anything unreadable.
-
-    Args:
-        text: The file's text.
-        note_id: The id, from the file's name.
-        modified: The file's modification time (fallback for missing timestamps).
-
-    Returns:
-        The note.
+    A hand-written file may lack fields or front matter: the title falls back to the id,
+    the type to `general`, the times to `modified` (the file's), with a warning.
     """
     front, body = split_front_matter(text)
     meta: dict[object, object] = {}

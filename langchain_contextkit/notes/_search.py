@@ -1,13 +1,8 @@
-"""BM25 search over notes, kept warm in memory and updated note by note.
+"""BM25 search over notes: SQLite FTS5 in memory, updated note by note.
 
-The ranking is SQLite FTS5's `bm25()` with per-column weights, over an in-memory database
-that lives as long as the store object. Unlike a rebuild-only index (bm25s, rank-bm25) a
-changed note costs one delete and one insert, whatever the number of notes. Tokenisation
-(CJK runs as characters and bigrams, identifiers such as ``retry_backoff_ms`` or
-``RetryBackoff`` whole and in parts, Porter stemming elsewhere) is shared with the
-document search: see `langchain_contextkit._fts`. A note's columns are re-derived from the
-note to delete its row (the table is contentless), so `index_text` must stay a pure
-function of the text.
+Tokenisation is shared with the document search (`langchain_contextkit._fts`). The table
+is contentless: a row is deleted by re-deriving its columns from the note, so
+`index_text` must stay a pure function of the text.
 """
 
 from __future__ import annotations
@@ -17,14 +12,13 @@ from typing import TYPE_CHECKING
 
 from langchain_contextkit._fts import TOKENIZE, connect, index_text, match_expression, query_terms
 from langchain_contextkit.errors import SearchUnavailableError
-from langchain_contextkit.notes.model import Note, format_timestamp
 
 __all__ = ["SearchIndex", "SearchUnavailableError", "index_text", "query_terms"]
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
-    from langchain_contextkit.notes.model import NoteType
+    from langchain_contextkit.notes.model import Note, NoteType
 
 # Column weights: a word in the title or a tag says more about a note than one in its body.
 _TITLE_WEIGHT = 2.0
@@ -40,54 +34,34 @@ def _columns(note: Note) -> tuple[str, str, str]:
 
 
 class SearchIndex:
-    """An in-memory FTS5 index of notes, synchronised with a store by version stamps.
+    """An in-memory FTS5 index of notes, kept in line with a store by version stamps.
 
-    `sync(versions, load)` brings the index in line with the store: notes whose version
-    stamp changed are reloaded through `load`, notes that disappeared are removed, and
-    nothing else is touched, so keeping it warm costs work in proportion to what changed.
     Thread-safe: one lock guards the connection.
     """
 
     def __init__(self) -> None:
-        """Open the in-memory database.
-
-        Raises:
-            SearchUnavailableError: If SQLite here was built without FTS5.
-        """
+        """Open the in-memory database (`SearchUnavailableError` without FTS5)."""
         self._lock = threading.Lock()
         # One connection, guarded by our lock, used from whichever thread runs the store.
         self._db = connect(
-            f"""
-            CREATE TABLE notes (rid INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL,
-                                type TEXT NOT NULL, updated TEXT NOT NULL);
-            CREATE TABLE tags (rid INTEGER NOT NULL, tag TEXT NOT NULL);
-            CREATE INDEX tags_by_tag ON tags (tag, rid);
-            CREATE INDEX tags_by_rid ON tags (rid);
-            CREATE VIRTUAL TABLE fts USING fts5(
-                title, tags, content, content='', tokenize='{TOKENIZE}'
-            );
-            """,
+            f"CREATE VIRTUAL TABLE fts USING fts5(title, tags, content, content='', "
+            f"tokenize='{TOKENIZE}')",
             purpose="note search",
         )
         self._notes: dict[str, tuple[int, Note, Hashable]] = {}
+        self._ids: dict[int, str] = {}
         self._next_rid = 1
-
-    def __len__(self) -> int:
-        """Number of notes indexed."""
-        return len(self._notes)
 
     def sync(
         self,
         versions: Mapping[str, Hashable],
         load: Callable[[Sequence[str]], Iterable[tuple[Note, Hashable]]],
     ) -> None:
-        """Bring the index in line with a store.
+        """Bring the index in line with a store, touching only what changed.
 
         Args:
-            versions: Every note id in the store, with a stamp that changes whenever the
-                note does (a file's inode and mtime, an item's update time).
-            load: Called with the ids whose stamp changed; yields those notes with the
-                stamps they were read at (a note that vanished meanwhile is left out).
+            versions: Every note id in the store, with a stamp that changes with the note.
+            load: Yields the notes whose stamp changed, with the stamps they were read at.
         """
         with self._lock:
             gone = [note_id for note_id in self._notes if note_id not in versions]
@@ -111,29 +85,12 @@ class SearchIndex:
                             batch = []
                     self._put_many(batch)
             except BaseException:
-                # The transaction rolled back but our map moved on: start again from empty.
-                self._clear()
+                # The transaction rolled back but our maps moved on: start again from empty.
+                self._notes.clear()
+                self._ids.clear()
+                with self._db:
+                    self._db.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
                 raise
-
-    def _clear(self) -> None:
-        self._notes.clear()
-        with self._db:
-            self._db.execute("BEGIN")
-            self._db.execute("DELETE FROM notes")
-            self._db.execute("DELETE FROM tags")
-            self._db.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
-
-    def put(self, note: Note, version: Hashable) -> None:
-        """Index (or re-index) one note the store just wrote."""
-        with self._lock, self._db:
-            self._db.execute("BEGIN")
-            self._put_many([(note, version)])
-
-    def remove(self, note_id: str) -> None:
-        """Drop one note the store just deleted."""
-        with self._lock, self._db:
-            self._db.execute("BEGIN")
-            self._remove(note_id)
 
     def search(
         self,
@@ -143,63 +100,44 @@ class SearchIndex:
         tags: Sequence[str],
         limit: int,
     ) -> list[tuple[Note, float]]:
-        """Rank notes against `query`, best first, ties broken by recency.
-
-        Args:
-            query: Free text; its words and CJK bigrams are OR-ed.
-            note_type: Keep only notes of this type.
-            tags: Keep only notes with at least one of these tags.
-            limit: Maximum number of results.
-
-        Returns:
-            `(note, score)` pairs, score > 0. Empty when the query has no searchable word.
-        """
+        """`(note, score > 0)` pairs, best first, ties newest first; the query's words OR-ed."""
         match = match_expression(query)
         if match is None:
             return []
-        sql = [
-            f"SELECT n.id, bm25(fts, {_TITLE_WEIGHT}, {_TAGS_WEIGHT}, {_CONTENT_WEIGHT}) AS rank",
-            "FROM fts JOIN notes AS n ON n.rid = fts.rowid WHERE fts MATCH ?",
-        ]
-        params: list[object] = [match]
-        if note_type is not None:
-            sql.append("AND n.type = ?")
-            params.append(note_type)
-        if tags:
-            marks = ", ".join("?" * len(tags))
-            # Only `?` placeholders are spliced in: every tag is a bound parameter.
-            sql.append(f"AND n.rid IN (SELECT rid FROM tags WHERE tag IN ({marks}))")  # noqa: S608
-            params.extend(tags)
-        sql.append("ORDER BY rank, n.updated DESC, n.id DESC LIMIT ?")
-        params.append(limit)
+        weights = f"{_TITLE_WEIGHT}, {_TAGS_WEIGHT}, {_CONTENT_WEIGHT}"
+        hits: list[tuple[Note, float]] = []
         with self._lock:
-            # Only constants and `?` placeholders are joined: every value is a parameter.
-            rows = self._db.execute(" ".join(sql), params).fetchall()
-            # bm25() is negative, lower is better; report it as a positive score.
-            return [(self._notes[note_id][1], -rank) for note_id, rank in rows]
+            rows = self._db.execute(
+                f"SELECT rowid, bm25(fts, {weights}) AS rank FROM fts WHERE fts MATCH ? "  # noqa: S608 - constants
+                "ORDER BY rank",
+                (match,),
+            )
+            for rid, rank in rows:
+                if len(hits) >= limit and rank != hits[-1][1]:
+                    break  # past the last rank that can still make the cut
+                note = self._notes[self._ids[rid]][1]
+                if (note_type is None or note.type == note_type) and (
+                    not tags or any(tag in note.tags for tag in tags)
+                ):
+                    hits.append((note, rank))
+        hits.sort(key=lambda hit: (hit[0].updated_at, hit[0].id), reverse=True)
+        hits.sort(key=lambda hit: hit[1])  # stable: equal ranks stay newest first
+        # bm25() is negative, lower is better; report it as a positive score.
+        return [(note, -rank) for note, rank in hits[:limit]]
 
     # -- internals (called with the lock held, inside a transaction) --------------------
 
     def _put_many(self, batch: Sequence[tuple[Note, Hashable]]) -> None:
-        for note, _ in batch:
-            self._remove(note.id)
         rows = []
         for note, version in batch:
+            self._remove(note.id)
             rid = self._next_rid
             self._next_rid += 1
             self._notes[note.id] = (rid, note, version)
-            rows.append((rid, note))
+            self._ids[rid] = note.id
+            rows.append((rid, *_columns(note)))
         self._db.executemany(
-            "INSERT INTO notes (rid, id, type, updated) VALUES (?, ?, ?, ?)",
-            [(rid, note.id, note.type, format_timestamp(note.updated_at)) for rid, note in rows],
-        )
-        self._db.executemany(
-            "INSERT INTO tags (rid, tag) VALUES (?, ?)",
-            [(rid, tag) for rid, note in rows for tag in note.tags],
-        )
-        self._db.executemany(
-            "INSERT INTO fts (rowid, title, tags, content) VALUES (?, ?, ?, ?)",
-            [(rid, *_columns(note)) for rid, note in rows],
+            "INSERT INTO fts (rowid, title, tags, content) VALUES (?, ?, ?, ?)", rows
         )
 
     def _remove(self, note_id: str) -> None:
@@ -207,10 +145,9 @@ class SearchIndex:
         if held is None:
             return
         rid, note, _ = held
+        del self._ids[rid]
         # A contentless table forgets a row by being told the exact values it indexed.
         self._db.execute(
             "INSERT INTO fts (fts, rowid, title, tags, content) VALUES ('delete', ?, ?, ?, ?)",
             (rid, *_columns(note)),
         )
-        self._db.execute("DELETE FROM notes WHERE rid = ?", (rid,))
-        self._db.execute("DELETE FROM tags WHERE rid = ?", (rid,))

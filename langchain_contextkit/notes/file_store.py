@@ -1,12 +1,9 @@
 """`FileNoteStore`: notes as markdown files in a folder, safe across processes and crashes.
 
-One `<id>.md` file per note (YAML front matter and the markdown content, the format a
-person reads and edits) is the source of truth (see `_note_files`). `notes_index.json`
-and `notes_journal.jsonl` let listing and writing avoid opening or rewriting every file;
-`_folder_index` keeps them true under a lock shared by every process, and rebuilds them
-from the note files when they cannot be trusted. Writes are atomic (see `_fsio`). Ids are
-checked on every call and symbolic links are never followed, so nothing outside the
-workspace is read or written.
+One `<id>.md` file per note (YAML front matter and markdown, the format a person reads
+and edits) is the source of truth; `_folder_index` keeps the JSON index and journal true
+under a lock every process shares. Writes are atomic (`_fsio`). Ids are checked on every
+call and symbolic links are never followed, so nothing outside the workspace is touched.
 """
 
 from __future__ import annotations
@@ -18,12 +15,19 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from langchain_contextkit.errors import ConfigError, NoteNotFoundError
-from langchain_contextkit.notes._folder_index import LOCK_FILE, FolderIndex
+from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.notes._folder_index import (
+    _NOTE_SUFFIX,
+    INDEX_FILE,
+    JOURNAL_FILE,
+    LOCK_FILE,
+    FolderIndex,
+    _Entry,
+    note_path,
+    read_note,
+)
 from langchain_contextkit.notes._fsio import fsync_dir, write_atomic
-from langchain_contextkit.notes._journal import _NOTE_SUFFIX, INDEX_FILE, JOURNAL_FILE, _Entry
 from langchain_contextkit.notes._markdown import render_note
-from langchain_contextkit.notes._note_files import note_path, read_note
 from langchain_contextkit.notes._search import SearchIndex, query_terms
 from langchain_contextkit.notes.model import (
     DEFAULT_MAX_CONTENT_CHARS,
@@ -31,17 +35,17 @@ from langchain_contextkit.notes.model import (
     Note,
     NoteHit,
     NoteInfo,
+    NoteType,
     check_note_id,
     new_note_id,
     select,
 )
-from langchain_contextkit.notes.store import DEFAULT_SEARCH_LIMIT, NoteStore
+from langchain_contextkit.notes.store import Flow, NoteStore, Revise, done, not_found
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
     from langchain_contextkit.notes._fsio import _Stamp
-    from langchain_contextkit.notes.model import NoteType
 
 # The file names are the store's on-disk layout, which tools and tests look at.
 __all__ = ["INDEX_FILE", "JOURNAL_FILE", "LOCK_FILE", "FileNoteStore"]
@@ -50,10 +54,8 @@ __all__ = ["INDEX_FILE", "JOURNAL_FILE", "LOCK_FILE", "FileNoteStore"]
 class FileNoteStore(NoteStore):
     """Notes as markdown files with YAML front matter in one folder, plus a JSON index.
 
-    Safe to share between threads and between processes on one machine (all of them
-    lock the same file), and against crashes (atomic writes; the index is rebuilt from
-    the files whenever it cannot be trusted). Needs POSIX file locks, so not Windows:
-    use [`StoreNoteStore`][langchain_contextkit.notes.StoreNoteStore] there.
+    Safe across threads, processes on one machine and crashes. Needs POSIX file locks:
+    on Windows use [`StoreNoteStore`][langchain_contextkit.notes.StoreNoteStore].
 
     ```python
     import tempfile
@@ -87,15 +89,11 @@ class FileNoteStore(NoteStore):
         max_notes: int | None = DEFAULT_MAX_NOTES,
         max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
     ) -> None:
-        """Open (creating if needed) the notes folder `workspace`.
-
-        Opening checks the index against the note files and rebuilds it if it is
-        missing, corrupt or stale.
+        """Open the notes folder `workspace`, checking its index against the note files.
 
         Args:
             workspace: The folder; created with its parents if missing.
-            max_notes: Notes the store holds before `create` is refused; `None` for no
-                cap.
+            max_notes: Notes the store holds before `create` is refused; `None` for no cap.
             max_content_chars: Characters a note's content may have.
 
         Raises:
@@ -118,7 +116,7 @@ class FileNoteStore(NoteStore):
             raise ConfigError(msg)
         self._root = str(self.workspace)
         self._index = FolderIndex(self._root)
-        self._search: SearchIndex | None = None
+        self._search_index: SearchIndex | None = None
         # Check every file once now, so a store edited while nothing ran is caught at open.
         self._index.locked(lambda: None, write=False, full_scan=True)
 
@@ -126,135 +124,67 @@ class FileNoteStore(NoteStore):
         """Show the workspace."""
         return f"{type(self).__name__}({self._root!r})"
 
-    # -- the interface -----------------------------------------------------------------
+    # -- the operations (see `NoteStore`): plain calls under the folder's lock ----------
 
-    def create(
-        self,
-        *,
-        title: str,
-        content: str,
-        note_type: NoteType = "general",
-        tags: Sequence[str] = (),
-        note_id: str | None = None,
-    ) -> Note:
-        """Create a note and return it, with its new id (see `NoteStore.create`)."""
-        draft = self._draft(
-            title=title, content=content, note_type=note_type, tags=tags, note_id=note_id
-        )
-
-        def create() -> Note:
+    def _insert(self, draft: Note, *, named: bool) -> Flow[Note]:
+        def insert() -> Note:
             self._check_room(len(self._index.entries))
             note = draft
             while note.id in self._index.entries or os.path.lexists(note_path(self._root, note.id)):
-                if note_id is not None:
-                    raise self._taken(note_id)
+                if named:
+                    raise self._taken(note.id)
                 note = dataclasses.replace(note, id=new_note_id(note.created_at))
             self._save(note)
             return note
 
-        return self._index.locked(create, write=True)
+        return done(self._index.locked(insert, write=True))
 
-    def get(self, note_id: str) -> Note:
-        """Return the note `note_id` (see `NoteStore.get`)."""
-        check_note_id(note_id)
-        return self._index.locked(lambda: self._load(note_id), write=False)
+    def _read(self, note_id: str) -> Flow[Note]:
+        return done(self._index.locked(lambda: self._load(note_id), write=False))
 
-    def update(
-        self,
-        note_id: str,
-        *,
-        title: str | None = None,
-        content: str | None = None,
-        note_type: NoteType | None = None,
-        tags: Sequence[str] | None = None,
-    ) -> Note:
-        """Change the given fields of a note (see `NoteStore.update`)."""
-        check_note_id(note_id)
-
-        def update() -> Note:
-            note = self._revise(
-                self._load(note_id), title=title, content=content, note_type=note_type, tags=tags
-            )
-            self._save(note)
-            return note
-
-        return self._index.locked(update, write=True)
-
-    def delete(self, note_id: str) -> NoteInfo:
-        """Delete a note and return what it was (see `NoteStore.delete`)."""
-        check_note_id(note_id)
-
-        def delete() -> NoteInfo:
-            entry = self._index.entries.get(note_id)
-            if entry is None:
-                raise _not_found(note_id)
+    def _change(self, note_id: str, revise: Revise | None) -> Flow[Note]:
+        def change() -> Note:
+            note = self._load(note_id)
+            if revise is not None:
+                note = revise(note)
+                self._save(note)
+                return note
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(note_path(self._root, note_id))
             fsync_dir(self._root)
             del self._index.entries[note_id]
-            if self._search is not None:
-                self._search.remove(note_id)
             self._index.record([{"op": "del", "id": note_id, "dir": self._index.dir_mtime()}])
-            return entry.info
+            return note
 
-        return self._index.locked(delete, write=True)
+        return done(self._index.locked(change, write=True))
 
-    def list_notes(
-        self,
-        *,
-        note_type: NoteType | None = None,
-        tags: Sequence[str] = (),
-        limit: int | None = None,
-    ) -> list[NoteInfo]:
-        """Return notes newest first, filtered (see `NoteStore.list`)."""
-        kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=True)
-        return self._index.locked(
-            lambda: select(
-                (entry.info for entry in self._index.entries.values()),
-                note_type=kind,
-                tags=wanted,
-                limit=most,
-            ),
-            write=False,
-        )
+    def _infos(self) -> Flow[list[NoteInfo]]:
+        entries = self._index.locked(lambda: list(self._index.entries.values()), write=False)
+        return done([entry.info for entry in entries])
 
-    def search(
-        self,
-        query: str,
-        *,
-        note_type: NoteType | None = None,
-        tags: Sequence[str] = (),
-        limit: int = DEFAULT_SEARCH_LIMIT,
-    ) -> list[NoteHit]:
-        """Return the notes most relevant to `query` (see `NoteStore.search`)."""
-        kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=False)
-        assert most is not None  # noqa: S101 - allow_none=False guarantees it
-
+    def _search(
+        self, query: str, kind: NoteType | None, tags: Sequence[str], limit: int
+    ) -> Flow[list[NoteHit]]:
         def search() -> list[NoteHit]:
             if not query_terms(query):
-                recent = select(
-                    (entry.info for entry in self._index.entries.values()),
-                    note_type=kind,
-                    tags=wanted,
-                    limit=most,
-                )
+                infos = (entry.info for entry in self._index.entries.values())
+                recent = select(infos, note_type=kind, tags=tags, limit=limit)
                 return [NoteHit(note=self._load(info.id), score=0.0) for info in recent]
-            if self._search is None:
-                self._search = SearchIndex()
-            self._search.sync(
+            if self._search_index is None:
+                self._search_index = SearchIndex()
+            self._search_index.sync(
                 {note_id: entry.stamp for note_id, entry in self._index.entries.items()},
                 self._read_many,
             )
-            ranked = self._search.search(query, note_type=kind, tags=wanted, limit=most)
+            ranked = self._search_index.search(query, note_type=kind, tags=tags, limit=limit)
             return [NoteHit(note=note, score=score) for note, score in ranked]
 
-        return self._index.locked(search, write=False)
+        return done(self._index.locked(search, write=False))
 
     def rebuild_index(self) -> int:
-        """Rebuild the index from the note files now, and return how many notes it has.
+        """Rebuild the index from the note files; return how many notes it has.
 
-        Never needed for the store's own writes; use it after editing note files by hand
-        in a way that keeps their inode, size and modification time.
+        Only needed after hand edits that keep a file's inode, size and modification time.
         """
 
         def rebuild() -> int:
@@ -268,11 +198,9 @@ class FileNoteStore(NoteStore):
     def _load(self, note_id: str) -> Note:
         """Read a note the index knows, or raise `NoteNotFoundError`."""
         entries = self._index.entries
-        if note_id not in entries:
-            raise _not_found(note_id)
-        read = read_note(self._root, note_id, entries.get(note_id))
+        read = None if note_id not in entries else read_note(self._root, note_id, entries[note_id])
         if read is None:
-            raise _not_found(note_id)
+            raise not_found(note_id)
         return read[0]
 
     def _read_many(self, note_ids: Iterable[str]) -> Iterator[tuple[Note, _Stamp]]:
@@ -289,13 +217,4 @@ class FileNoteStore(NoteStore):
         # In memory first: recording may fold the journal into a new index, which must
         # include this note.
         self._index.entries[note.id] = entry
-        if self._search is not None:
-            self._search.put(note, stamp)
         self._index.record([{"op": "put", "note": entry.to_json(), "dir": self._index.dir_mtime()}])
-
-
-def _not_found(note_id: str) -> NoteNotFoundError:
-    return NoteNotFoundError(
-        f"no note with id {note_id!r} (deleted, or never created): use list or search "
-        "to find the ids of existing notes"
-    )

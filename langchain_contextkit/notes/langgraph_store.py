@@ -1,23 +1,13 @@
 """`StoreNoteStore`: notes in any LangGraph `BaseStore`, shared by processes and machines.
 
-Each note is one item, keyed by its id, in one namespace (`("notes",)` by default); its
-value is `Note.to_dict()`. Put the store on Postgres (`PostgresStore`) and every agent
-process on every machine sees the same notes.
+Each note is one item keyed by its id in one namespace; its value is `Note.to_dict()`.
+`list_notes` and `search` work on an in-memory copy of the namespace: every write also
+replaces a generation item (`"__generation__"`) with a fresh token, and a reader reloads
+its copy only when that token changed. `get`, `update` and `delete` read the item itself.
 
-`list`, `search` and `summary` work on an in-memory copy of the namespace, kept warm
-between calls: every write through a `StoreNoteStore` also replaces a small generation
-item (`"__generation__"`) with a fresh random token, and a reader reloads its copy only
-when that token changed. A `get`, `update` or `delete` always reads the item itself.
-
-Every operation is written once, as a generator of LangGraph store operations
-(`GetOp`, `SearchOp`, `PutOp`); `store.batch` drives it for the sync methods and
-`store.abatch` for the async ones, so both paths run the same logic.
-
-Limits: `BaseStore` has no compare-and-set, so two machines creating notes at the same
-moment may together pass `max_notes` by a few, and a write landing in the instant between
-another writer's check and its write leaves that writer's copy stale until the next write
-by anyone. Items written to the namespace by other means are read as notes if they
-parse as notes, and otherwise ignored with a warning.
+Limits: `BaseStore` has no compare-and-set, so two machines creating notes at once may
+pass `max_notes` by a few, and concurrent updates of one note are last-writer-wins on the
+whole note. Items in the namespace that do not parse as notes are ignored with a warning.
 """
 
 from __future__ import annotations
@@ -26,13 +16,12 @@ import dataclasses
 import logging
 import secrets
 import threading
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import BaseStore, GetOp, Item, Op, PutOp, Result, SearchOp
 
-from langchain_contextkit.errors import ConfigError, InvalidNoteError, NoteNotFoundError
+from langchain_contextkit.errors import ConfigError, InvalidNoteError
 from langchain_contextkit.notes._search import SearchIndex, query_terms
 from langchain_contextkit.notes.model import (
     DEFAULT_MAX_CONTENT_CHARS,
@@ -40,17 +29,22 @@ from langchain_contextkit.notes.model import (
     Note,
     NoteHit,
     NoteInfo,
-    NoteSummary,
-    check_note_id,
     is_note_id,
     new_note_id,
     select,
-    summarize,
 )
-from langchain_contextkit.notes.store import DEFAULT_RECENT, DEFAULT_SEARCH_LIMIT, NoteStore
+from langchain_contextkit.notes.store import (
+    DEFAULT_SEARCH_LIMIT,
+    Flow,
+    NoteStore,
+    Revise,
+    _check_filters,
+    adrive,
+    not_found,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from langchain_contextkit.notes.model import NoteType
 
@@ -59,8 +53,6 @@ __all__ = ["DEFAULT_NAMESPACE", "StoreNoteStore"]
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-# An operation: yields batches of store ops, receives their results, returns a value.
-_Flow = Generator[list[Op], list[Result], _T]
 
 DEFAULT_NAMESPACE: tuple[str, ...] = ("notes",)
 """The namespace notes are kept in unless told otherwise."""
@@ -71,10 +63,7 @@ _LOAD_ATTEMPTS = 3  # reloads retried when a write lands in the middle of one
 
 
 class StoreNoteStore(NoteStore):
-    """Notes kept in a LangGraph `BaseStore`, under one namespace.
-
-    Sync methods call `store.batch`, async ones `store.abatch`, so a store with native
-    async I/O is used natively.
+    """Notes kept in a LangGraph `BaseStore` under one namespace (`batch` / `abatch`).
 
     ```python
     from langgraph.store.memory import InMemoryStore
@@ -133,124 +122,19 @@ class StoreNoteStore(NoteStore):
         self._notes: dict[str, Note] = {}
         self._generation: str | None = None
         self._loaded = False
-        self._search: SearchIndex | None = None
+        self._search_index: SearchIndex | None = None
 
     def __repr__(self) -> str:
         """Show the store's type and the namespace."""
         return f"{type(self).__name__}({type(self.store).__name__}, namespace={self.namespace!r})"
 
-    # -- the interface, sync -------------------------------------------------------------
+    # -- the operations (see `NoteStore`), answered by `store.batch` / `store.abatch` ---
 
-    def create(
-        self,
-        *,
-        title: str,
-        content: str,
-        note_type: NoteType = "general",
-        tags: Sequence[str] = (),
-        note_id: str | None = None,
-    ) -> Note:
-        """Create a note and return it, with its new id (see `NoteStore.create`)."""
-        draft = self._draft(
-            title=title, content=content, note_type=note_type, tags=tags, note_id=note_id
-        )
-        return self._run(self._create(draft, named=note_id is not None))
+    def _batch(self, ops: list[Op]) -> list[Result]:
+        return self.store.batch(ops)
 
-    def get(self, note_id: str) -> Note:
-        """Return the note `note_id` (see `NoteStore.get`)."""
-        return self._run(self._get(check_note_id(note_id)))
-
-    def update(
-        self,
-        note_id: str,
-        *,
-        title: str | None = None,
-        content: str | None = None,
-        note_type: NoteType | None = None,
-        tags: Sequence[str] | None = None,
-    ) -> Note:
-        """Change the given fields of a note (see `NoteStore.update`)."""
-        changes = {"title": title, "content": content, "note_type": note_type, "tags": tags}
-        return self._run(self._update(check_note_id(note_id), changes))
-
-    def delete(self, note_id: str) -> NoteInfo:
-        """Delete a note and return what it was (see `NoteStore.delete`)."""
-        return self._run(self._delete(check_note_id(note_id)))
-
-    def list_notes(
-        self,
-        *,
-        note_type: NoteType | None = None,
-        tags: Sequence[str] = (),
-        limit: int | None = None,
-    ) -> list[NoteInfo]:
-        """Return notes newest first, filtered (see `NoteStore.list`)."""
-        kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=True)
-        self._run(self._refresh())
-        return self._select(kind, wanted, most)
-
-    def search(
-        self,
-        query: str,
-        *,
-        note_type: NoteType | None = None,
-        tags: Sequence[str] = (),
-        limit: int = DEFAULT_SEARCH_LIMIT,
-    ) -> list[NoteHit]:
-        """Return the notes most relevant to `query` (see `NoteStore.search`)."""
-        kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=False)
-        self._run(self._refresh())
-        return self._search_local(str(query), kind, wanted, most or DEFAULT_SEARCH_LIMIT)
-
-    # -- the interface, async ------------------------------------------------------------
-
-    async def acreate(
-        self,
-        *,
-        title: str,
-        content: str,
-        note_type: NoteType = "general",
-        tags: Sequence[str] = (),
-        note_id: str | None = None,
-    ) -> Note:
-        """Async twin of `create`."""
-        draft = self._draft(
-            title=title, content=content, note_type=note_type, tags=tags, note_id=note_id
-        )
-        return await self._arun(self._create(draft, named=note_id is not None))
-
-    async def aget(self, note_id: str) -> Note:
-        """Async twin of `get`."""
-        return await self._arun(self._get(check_note_id(note_id)))
-
-    async def aupdate(
-        self,
-        note_id: str,
-        *,
-        title: str | None = None,
-        content: str | None = None,
-        note_type: NoteType | None = None,
-        tags: Sequence[str] | None = None,
-    ) -> Note:
-        """Async twin of `update`."""
-        changes = {"title": title, "content": content, "note_type": note_type, "tags": tags}
-        return await self._arun(self._update(check_note_id(note_id), changes))
-
-    async def adelete(self, note_id: str) -> NoteInfo:
-        """Async twin of `delete`."""
-        return await self._arun(self._delete(check_note_id(note_id)))
-
-    async def alist_notes(
-        self,
-        *,
-        note_type: NoteType | None = None,
-        tags: Sequence[str] = (),
-        limit: int | None = None,
-    ) -> list[NoteInfo]:
-        """Async twin of `list`."""
-        kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=True)
-        await self._arun(self._refresh())
-        return self._select(kind, wanted, most)
+    async def _async(self, make: Callable[[], Flow[_T]]) -> _T:
+        return await adrive(make(), self.store.abatch)
 
     async def asearch(
         self,
@@ -260,20 +144,14 @@ class StoreNoteStore(NoteStore):
         tags: Sequence[str] = (),
         limit: int = DEFAULT_SEARCH_LIMIT,
     ) -> list[NoteHit]:
-        """Async twin of `search`; the ranking runs in an executor."""
-        kind, wanted, most = self._check_filters(note_type, tags, limit, allow_none=False)
-        await self._arun(self._refresh())
+        """Async twin of `search`; the ranking runs in an executor, off the event loop."""
+        kind, wanted, most = _check_filters(note_type, tags, limit, allow_none=False)
+        await adrive(self._refresh(), self.store.abatch)
         return await run_in_executor(
-            None, self._search_local, str(query), kind, wanted, most or DEFAULT_SEARCH_LIMIT
+            None, self._search_local, str(query), kind, wanted, most or limit
         )
 
-    async def asummary(self, *, recent: int = DEFAULT_RECENT) -> NoteSummary:
-        """Async twin of `summary`."""
-        return summarize(await self.alist_notes(), recent=recent)
-
-    # -- operations, written once --------------------------------------------------------
-
-    def _create(self, draft: Note, *, named: bool = False) -> _Flow[Note]:
+    def _insert(self, draft: Note, *, named: bool) -> Flow[Note]:
         yield from self._refresh()
         self._check_room(len(self._notes))
         note = draft
@@ -287,23 +165,30 @@ class StoreNoteStore(NoteStore):
         yield from self._commit(note.id, note)
         return note
 
-    def _get(self, note_id: str) -> _Flow[Note]:
+    def _read(self, note_id: str) -> Flow[Note]:
         (found,) = yield [GetOp(self.namespace, note_id)]
         return self._from_item(_item(found), note_id)
 
-    def _update(self, note_id: str, changes: dict[str, Any]) -> _Flow[Note]:
-        (found,) = yield [GetOp(self.namespace, note_id)]
-        note = self._revise(self._from_item(_item(found), note_id), **changes)
-        yield from self._commit(note_id, note)
-        return note
-
-    def _delete(self, note_id: str) -> _Flow[NoteInfo]:
+    def _change(self, note_id: str, revise: Revise | None) -> Flow[Note]:
         (found,) = yield [GetOp(self.namespace, note_id)]
         note = self._from_item(_item(found), note_id)
-        yield from self._commit(note_id, None)
-        return note.info()
+        if revise is not None:
+            note = revise(note)
+        yield from self._commit(note_id, None if revise is None else note)
+        return note
 
-    def _commit(self, note_id: str, note: Note | None) -> _Flow[None]:
+    def _infos(self) -> Flow[list[NoteInfo]]:
+        yield from self._refresh()
+        with self._lock:
+            return [note.info() for note in self._notes.values()]
+
+    def _search(
+        self, query: str, kind: NoteType | None, tags: Sequence[str], limit: int
+    ) -> Flow[list[NoteHit]]:
+        yield from self._refresh()
+        return self._search_local(query, kind, tags, limit)
+
+    def _commit(self, note_id: str, note: Note | None) -> Flow[None]:
         """Write (or, for `None`, delete) a note and bump the generation token."""
         token = secrets.token_hex(8)
         # The generation is read in the same batch, just before the writes: if it is the
@@ -321,7 +206,7 @@ class StoreNoteStore(NoteStore):
                 self._notes[note_id] = note
             self._generation = token if fresh else None
 
-    def _refresh(self) -> _Flow[None]:
+    def _refresh(self) -> Flow[None]:
         """Reload the namespace into memory if anyone wrote since we last did."""
         (found,) = yield [GetOp(self.namespace, _GENERATION_KEY)]
         token = _token(_item(found))
@@ -355,33 +240,6 @@ class StoreNoteStore(NoteStore):
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _run(self, flow: _Flow[_T]) -> _T:
-        """Drive an operation with `store.batch`."""
-        try:
-            ops = next(flow)
-            while True:
-                ops = flow.send(self.store.batch(ops))
-        except StopIteration as done:
-            value: _T = done.value
-            return value
-
-    async def _arun(self, flow: _Flow[_T]) -> _T:
-        """Drive an operation with `store.abatch`."""
-        try:
-            ops = next(flow)
-            while True:
-                ops = flow.send(await self.store.abatch(ops))
-        except StopIteration as done:
-            value: _T = done.value
-            return value
-
-    def _select(
-        self, kind: NoteType | None, wanted: Sequence[str], most: int | None
-    ) -> list[NoteInfo]:
-        with self._lock:
-            notes = list(self._notes.values())
-        return select((note.info() for note in notes), note_type=kind, tags=wanted, limit=most)
-
     def _search_local(
         self, query: str, kind: NoteType | None, wanted: Sequence[str], most: int
     ) -> list[NoteHit]:
@@ -391,24 +249,20 @@ class StoreNoteStore(NoteStore):
         if not query_terms(query):
             recent = select(notes.values(), note_type=kind, tags=wanted, limit=most)
             return [NoteHit(note=notes[info.id], score=0.0) for info in recent]
-        if self._search is None:
-            self._search = SearchIndex()
+        if self._search_index is None:
+            self._search_index = SearchIndex()
         # A note is its own version stamp: notes are immutable and compared by value.
-        self._search.sync(
+        self._search_index.sync(
             dict(notes),
             lambda ids: ((notes[note_id], notes[note_id]) for note_id in ids),
         )
-        ranked = self._search.search(query, note_type=kind, tags=wanted, limit=most)
+        ranked = self._search_index.search(query, note_type=kind, tags=wanted, limit=most)
         return [NoteHit(note=note, score=score) for note, score in ranked]
 
     def _from_item(self, item: Item | None, note_id: str) -> Note:
         note = None if item is None else self._parse(item)
         if note is None:
-            msg = (
-                f"no note with id {note_id!r} (deleted, or never created): use list or "
-                "search to find the ids of existing notes"
-            )
-            raise NoteNotFoundError(msg)
+            raise not_found(note_id)
         return note
 
     def _parse(self, item: Item) -> Note | None:

@@ -1,8 +1,7 @@
 """Notes: the value types every note store returns, and the rules a note must follow.
 
 A note is a small, titled, typed piece of project memory that an agent *updates in
-place*, so it stays the one authoritative record of a task's state, a conclusion or a
-blocker (unlike append-only memory, which contradicts itself over time).
+place*, so it stays the one authoritative record (unlike append-only memory).
 
 ```python
 from langchain_contextkit.notes import NOTE_TYPES, check_note_id, new_note_id
@@ -51,20 +50,19 @@ __all__ = [
 ]
 
 NoteType = Literal["task_state", "conclusion", "blocker", "action", "reference", "general"]
-"""What a note records: a task's state, a conclusion, a blocker, a next action, a
-reference, or anything else."""
+"""What a note records."""
 
 NOTE_TYPES: tuple[NoteType, ...] = get_args(NoteType)
 """Every note type, in the order the tool documents them."""
 
 DEFAULT_MAX_NOTES = 1000
-"""Notes a store holds by default before `create` is refused (the seed's default)."""
+"""Notes a store holds by default before `create` is refused."""
 
 DEFAULT_MAX_CONTENT_CHARS = 20_000
-"""Characters a note's content may have by default (about 5,000 to 20,000 tokens)."""
+"""Characters a note's content may have by default."""
 
 MAX_TITLE_CHARS = 200
-"""Characters a title may have: a title is a one-line label, not a place for content."""
+"""Characters a title may have."""
 
 MAX_TAGS = 20
 """Tags a note may have."""
@@ -72,10 +70,8 @@ MAX_TAGS = 20
 MAX_TAG_CHARS = 64
 """Characters a tag may have."""
 
-# Store-generated ids are `note_<YYYYMMDD>_<HHMMSS>_<8 hex digits>`; hand-written files may
-# use any suffix of ASCII letters, digits, `_` and `-` (the seed's `note_..._0` included).
-# Nothing else can appear, so an id never holds a separator, a dot, a control character or
-# a drive letter, and `<id>.md` always names a file directly inside the workspace.
+# ASCII letters, digits, `_` and `-` after `note_`: never a separator, a dot or a control
+# character, so `<id>.md` always names a file directly inside the workspace.
 _ID_PATTERN = re.compile(r"note_[A-Za-z0-9_-]{1,100}")
 _ID_EXAMPLE = "note_20250119_153000_1a2b3c4d"
 _SUFFIX_BYTES = 4  # 8 hex digits: two notes made in the same second collide 1 in 4e9 times
@@ -83,7 +79,7 @@ _SUFFIX_BYTES = 4  # 8 hex digits: two notes made in the same second collide 1 i
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class NoteInfo:
-    """A note's metadata: everything in its front matter, without the content."""
+    """A note's metadata: its front matter, without the content."""
 
     id: str
     """The note's id, `note_<YYYYMMDD>_<HHMMSS>_<suffix>` (UTC)."""
@@ -115,7 +111,7 @@ class NoteInfo:
         }
 
     def info(self) -> NoteInfo:
-        """Return the metadata alone (a `Note` drops its content)."""
+        """Return the metadata alone."""
         return NoteInfo(
             id=self.id,
             title=self.title,
@@ -142,12 +138,6 @@ class Note(NoteInfo):
     @classmethod
     def from_dict(cls, data: object) -> Note:
         """Rebuild a note from `to_dict`'s output (or a store item's value).
-
-        Args:
-            data: A mapping with the keys `to_dict` writes.
-
-        Returns:
-            The note.
 
         Raises:
             InvalidNoteError: If a field is missing or malformed.
@@ -178,8 +168,7 @@ class NoteHit:
     """The matching note."""
 
     score: float
-    """Relevance (BM25 over title, tags and content); higher is better, 0 when the
-    query had no searchable words and notes were listed by recency."""
+    """BM25 relevance, higher is better; 0 when the query had no word (newest first)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -215,8 +204,7 @@ def utc_now() -> datetime:
 def new_note_id(now: datetime | None = None) -> str:
     """Return a fresh note id, `note_<YYYYMMDD>_<HHMMSS>_<8 hex digits>`, in UTC.
 
-    The random suffix keeps ids unique across processes and machines that create notes
-    in the same second, with no coordination (stores still check for a clash).
+    The random suffix keeps ids unique across processes without coordination.
 
     Args:
         now: The creation time; defaults to the current time.
@@ -226,17 +214,10 @@ def new_note_id(now: datetime | None = None) -> str:
 
 
 def check_note_id(note_id: object) -> str:
-    """Validate a note id and return it.
-
-    Args:
-        note_id: The id to check.
-
-    Returns:
-        `note_id`, unchanged.
+    """Validate a note id and return it unchanged.
 
     Raises:
-        InvalidNoteError: If it is not a string of the form `note_<letters, digits, _ or
-            ->` (so never a path, `..`, an absolute path or a control character).
+        InvalidNoteError: If it is not `note_` and ASCII letters, digits, `_` or `-`.
     """
     if not isinstance(note_id, str):
         msg = f"note_id must be a string like {_ID_EXAMPLE!r}, got {type(note_id).__name__}"
@@ -252,16 +233,12 @@ def check_note_id(note_id: object) -> str:
 
 
 def is_note_id(text: str) -> bool:
-    """Tell whether `text` is a well-formed note id (see `check_note_id`)."""
+    """Tell whether `text` is a well-formed note id."""
     return _ID_PATTERN.fullmatch(text) is not None
 
 
 def check_note_type(note_type: object) -> NoteType:
-    """Validate a note type and return it.
-
-    Raises:
-        InvalidNoteError: If it is not one of `NOTE_TYPES`.
-    """
+    """Validate a note type (one of `NOTE_TYPES`) and return it."""
     for known in NOTE_TYPES:
         if note_type == known:
             return known
@@ -270,12 +247,7 @@ def check_note_type(note_type: object) -> NoteType:
 
 
 def check_title(title: object) -> str:
-    """Validate a title and return it unchanged.
-
-    Raises:
-        InvalidNoteError: If it is not a non-blank single line of at most
-            `MAX_TITLE_CHARS` characters.
-    """
+    """Validate a title (a non-blank line of `MAX_TITLE_CHARS` at most) and return it."""
     text = _require_str(title, "title")
     if not text.strip():
         msg = "title must not be empty: give the note a short one-line title"
@@ -293,12 +265,7 @@ def check_title(title: object) -> str:
 
 
 def check_tags(tags: object) -> tuple[str, ...]:
-    """Validate tags and return them, in order, without duplicates.
-
-    Raises:
-        InvalidNoteError: If `tags` is not a list of non-blank single-line strings of at
-            most `MAX_TAG_CHARS` characters, or has more than `MAX_TAGS` distinct tags.
-    """
+    """Validate tags (non-blank lines, `MAX_TAGS` of `MAX_TAG_CHARS` at most); drop repeats."""
     if tags is None:
         return ()
     if isinstance(tags, str) or not isinstance(tags, Iterable):
@@ -321,16 +288,7 @@ def check_tags(tags: object) -> tuple[str, ...]:
 
 
 def check_content(content: object, max_chars: int) -> str:
-    """Validate a note's content and return it unchanged.
-
-    Args:
-        content: The content to check.
-        max_chars: The store's cap on content length, in characters.
-
-    Raises:
-        InvalidNoteError: If it is not text (or holds unpaired surrogates).
-        NoteLimitError: If it is longer than `max_chars`.
-    """
+    """Validate a note's content (text of `max_chars` at most) and return it unchanged."""
     text = _require_str(content, "content")
     if len(text) > max_chars:
         msg = (
@@ -347,11 +305,7 @@ def format_timestamp(moment: datetime) -> str:
 
 
 def parse_timestamp(value: object) -> datetime:
-    """Read a timestamp from ISO 8601 text or a `datetime`; naive times count as UTC.
-
-    Raises:
-        InvalidNoteError: If `value` is neither.
-    """
+    """Read a timestamp from ISO 8601 text or a `datetime`; naive times count as UTC."""
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value)
@@ -371,13 +325,6 @@ def newest_first(infos: Iterable[NoteInfo]) -> list[NoteInfo]:
     return sorted(infos, key=lambda info: (info.updated_at, info.id), reverse=True)
 
 
-def matches(info: NoteInfo, note_type: NoteType | None, tags: Sequence[str]) -> bool:
-    """Tell whether a note passes the type filter and has any of `tags` (if given)."""
-    if note_type is not None and info.type != note_type:
-        return False
-    return not tags or any(tag in info.tags for tag in tags)
-
-
 def select(
     infos: Iterable[NoteInfo],
     *,
@@ -385,8 +332,13 @@ def select(
     tags: Sequence[str] = (),
     limit: int | None = None,
 ) -> list[NoteInfo]:
-    """Filter notes by type and tags and return them newest first, at most `limit`."""
-    kept = newest_first(info for info in infos if matches(info, note_type, tags))
+    """Keep notes of `note_type` with any of `tags` (if given), newest first, `limit` at most."""
+    kept = newest_first(
+        info
+        for info in infos
+        if (note_type is None or info.type == note_type)
+        and (not tags or any(tag in info.tags for tag in tags))
+    )
     return kept if limit is None else kept[:limit]
 
 

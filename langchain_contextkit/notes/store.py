@@ -1,20 +1,27 @@
 """`NoteStore`: the interface every note store implements, sync and async.
 
-Two implementations ship: [`FileNoteStore`][langchain_contextkit.notes.FileNoteStore]
-(markdown files plus a JSON index, for one machine) and
-[`StoreNoteStore`][langchain_contextkit.notes.StoreNoteStore] (any LangGraph
-`BaseStore`, for notes shared between processes or machines). Both validate every
-argument the same way and rank searches the same way, so an agent cannot tell them apart.
+The public methods validate their arguments once, here, and run one of five operations
+the backend writes once as a flow: a generator that yields batches of LangGraph store
+operations, receives their results and returns its value. A sync driver answers them
+with `batch`, an async one with `abatch`; a backend that needs no store operation (the
+file store) returns `done(value)`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, TypeVar
 
 from langchain_core.runnables.config import run_in_executor
+from langgraph.store.base import Op, Result
 
-from langchain_contextkit.errors import ConfigError, InvalidNoteError, NoteLimitError
+from langchain_contextkit.errors import (
+    ConfigError,
+    InvalidNoteError,
+    NoteLimitError,
+    NoteNotFoundError,
+)
 from langchain_contextkit.notes.model import (
     DEFAULT_MAX_CONTENT_CHARS,
     DEFAULT_MAX_NOTES,
@@ -29,12 +36,13 @@ from langchain_contextkit.notes.model import (
     check_tags,
     check_title,
     new_note_id,
+    select,
     summarize,
     utc_now,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Sequence
 
 __all__ = ["DEFAULT_RECENT", "DEFAULT_SEARCH_LIMIT", "NoteStore"]
 
@@ -44,6 +52,38 @@ DEFAULT_SEARCH_LIMIT = 10
 DEFAULT_RECENT = 5
 """Latest notes `summary` lists when not told otherwise."""
 
+_T = TypeVar("_T")
+Flow = Generator[list[Op], list[Result], _T]
+Revise = Callable[[Note], Note]
+
+
+def done(value: _T) -> Flow[_T]:
+    """A flow that needs no store operation: it returns `value` at once."""
+    yield from ()
+    return value
+
+
+def drive(flow: Flow[_T], batch: Callable[[list[Op]], list[Result]]) -> _T:
+    """Run a flow, answering each batch of operations with `batch`."""
+    try:
+        ops = next(flow)
+        while True:
+            ops = flow.send(batch(ops))
+    except StopIteration as stop:
+        value: _T = stop.value
+        return value
+
+
+async def adrive(flow: Flow[_T], abatch: Callable[[list[Op]], Awaitable[list[Result]]]) -> _T:
+    """Async twin of `drive`."""
+    try:
+        ops = next(flow)
+        while True:
+            ops = flow.send(await abatch(ops))
+    except StopIteration as stop:
+        value: _T = stop.value
+        return value
+
 
 class NoteStore(ABC):
     """Where notes live: create, read, update, delete, list, search and summarise them.
@@ -52,13 +92,12 @@ class NoteStore(ABC):
     [`NoteError`][langchain_contextkit.errors.NoteError] subclass whose message says what
     to change: `NoteNotFoundError` for an unknown id, `InvalidNoteError` for a malformed
     id, type, title, tag or content, `NoteLimitError` when the store is full or a content
-    too long. Each method has an async twin (`acreate`, `aget`, ...); by default they run
-    the sync method in an executor, and stores with native async I/O override them.
+    too long. Each method has an async twin (`acreate`, `aget`, ...).
 
-    `list` and `summary` order notes newest first. `search` ranks by BM25 relevance to
-    the query over title, tags and content (CJK text included), filters by type and tags
-    (a note passes the tag filter if it has *any* of the tags), and breaks ties by
-    recency; a query with no searchable word lists the newest matching notes.
+    `list_notes` and `summary` order notes newest first. `search` ranks by BM25 relevance
+    over title, tags and content (CJK text included), filters by type and tags (a note
+    passes the tag filter if it has *any* of them), and breaks ties by recency; a query
+    with no searchable word lists the newest matching notes.
 
     ```python
     import tempfile
@@ -94,32 +133,24 @@ class NoteStore(ABC):
     ) -> None:
         """Check and keep the limits shared by every store.
 
-        Args:
-            max_notes: Notes the store holds before `create` is refused; `None` for no
-                cap.
-            max_content_chars: Characters a note's content may have.
-
         Raises:
             ConfigError: If a limit is not a positive integer.
         """
-        if max_notes is not None and (
-            isinstance(max_notes, bool) or not isinstance(max_notes, int) or max_notes < 1
+        for name, value, optional in (
+            ("max_notes", max_notes, True),
+            ("max_content_chars", max_content_chars, False),
         ):
-            msg = f"max_notes must be a positive integer or None, got {max_notes!r}"
-            raise ConfigError(msg)
-        if (
-            isinstance(max_content_chars, bool)
-            or not isinstance(max_content_chars, int)
-            or max_content_chars < 1
-        ):
-            msg = f"max_content_chars must be a positive integer, got {max_content_chars!r}"
-            raise ConfigError(msg)
+            if not (optional and value is None) and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                kind = "a positive integer or None" if optional else "a positive integer"
+                msg = f"{name} must be {kind}, got {value!r}"
+                raise ConfigError(msg)
         self.max_notes = max_notes
         self.max_content_chars = max_content_chars
 
     # -- the interface -----------------------------------------------------------------
 
-    @abstractmethod
     def create(
         self,
         *,
@@ -144,8 +175,9 @@ class NoteStore(ABC):
             NoteLimitError: If the store holds `max_notes` notes or the content is over
                 `max_content_chars`.
         """
+        draft = self._draft(title, content, note_type, tags, note_id)
+        return self._sync(lambda: self._insert(draft, named=note_id is not None))
 
-    @abstractmethod
     def get(self, note_id: str) -> Note:
         """Return the note `note_id`.
 
@@ -153,8 +185,8 @@ class NoteStore(ABC):
             InvalidNoteError: If `note_id` is malformed.
             NoteNotFoundError: If no note has that id.
         """
+        return self._sync(lambda: self._read(check_note_id(note_id)))
 
-    @abstractmethod
     def update(
         self,
         note_id: str,
@@ -171,8 +203,9 @@ class NoteStore(ABC):
             NoteNotFoundError: If no note has that id.
             NoteLimitError: If the content is over `max_content_chars`.
         """
+        revise = self._reviser(title, content, note_type, tags)
+        return self._sync(lambda: self._change(check_note_id(note_id), revise))
 
-    @abstractmethod
     def delete(self, note_id: str) -> NoteInfo:
         """Delete a note and return what it was.
 
@@ -180,8 +213,8 @@ class NoteStore(ABC):
             InvalidNoteError: If `note_id` is malformed.
             NoteNotFoundError: If no note has that id.
         """
+        return self._sync(lambda: self._change(check_note_id(note_id), None)).info()
 
-    @abstractmethod
     def list_notes(
         self,
         *,
@@ -196,8 +229,9 @@ class NoteStore(ABC):
             tags: Keep only notes with at least one of these tags.
             limit: Maximum number of notes; `None` for all.
         """
+        kind, wanted, most = _check_filters(note_type, tags, limit, allow_none=True)
+        return select(self._sync(self._infos), note_type=kind, tags=wanted, limit=most)
 
-    @abstractmethod
     def search(
         self,
         query: str,
@@ -214,13 +248,11 @@ class NoteStore(ABC):
             tags: Keep only notes with at least one of these tags.
             limit: Maximum number of results.
         """
+        kind, wanted, most = _check_filters(note_type, tags, limit, allow_none=False)
+        return self._sync(lambda: self._search(str(query), kind, wanted, most or limit))
 
     def summary(self, *, recent: int = DEFAULT_RECENT) -> NoteSummary:
-        """Count the notes per type and list the `recent` latest.
-
-        Args:
-            recent: How many of the latest notes to include.
-        """
+        """Count the notes per type and list the `recent` latest."""
         return summarize(self.list_notes(), recent=recent)
 
     # -- async twins -------------------------------------------------------------------
@@ -235,18 +267,12 @@ class NoteStore(ABC):
         note_id: str | None = None,
     ) -> Note:
         """Async twin of `create`."""
-        # `note_id` only when given: a store written before it existed still works.
-        named = {} if note_id is None else {"note_id": note_id}
-        return await run_in_executor(
-            None,
-            lambda: self.create(
-                title=title, content=content, note_type=note_type, tags=tags, **named
-            ),
-        )
+        draft = self._draft(title, content, note_type, tags, note_id)
+        return await self._async(lambda: self._insert(draft, named=note_id is not None))
 
     async def aget(self, note_id: str) -> Note:
         """Async twin of `get`."""
-        return await run_in_executor(None, self.get, note_id)
+        return await self._async(lambda: self._read(check_note_id(note_id)))
 
     async def aupdate(
         self,
@@ -258,16 +284,12 @@ class NoteStore(ABC):
         tags: Sequence[str] | None = None,
     ) -> Note:
         """Async twin of `update`."""
-        return await run_in_executor(
-            None,
-            lambda: self.update(
-                note_id, title=title, content=content, note_type=note_type, tags=tags
-            ),
-        )
+        revise = self._reviser(title, content, note_type, tags)
+        return await self._async(lambda: self._change(check_note_id(note_id), revise))
 
     async def adelete(self, note_id: str) -> NoteInfo:
         """Async twin of `delete`."""
-        return await run_in_executor(None, self.delete, note_id)
+        return (await self._async(lambda: self._change(check_note_id(note_id), None))).info()
 
     async def alist_notes(
         self,
@@ -276,10 +298,9 @@ class NoteStore(ABC):
         tags: Sequence[str] = (),
         limit: int | None = None,
     ) -> list[NoteInfo]:
-        """Async twin of `list`."""
-        return await run_in_executor(
-            None, lambda: self.list_notes(note_type=note_type, tags=tags, limit=limit)
-        )
+        """Async twin of `list_notes`."""
+        kind, wanted, most = _check_filters(note_type, tags, limit, allow_none=True)
+        return select(await self._async(self._infos), note_type=kind, tags=wanted, limit=most)
 
     async def asearch(
         self,
@@ -290,24 +311,53 @@ class NoteStore(ABC):
         limit: int = DEFAULT_SEARCH_LIMIT,
     ) -> list[NoteHit]:
         """Async twin of `search`."""
-        return await run_in_executor(
-            None, lambda: self.search(query, note_type=note_type, tags=tags, limit=limit)
-        )
+        kind, wanted, most = _check_filters(note_type, tags, limit, allow_none=False)
+        return await self._async(lambda: self._search(str(query), kind, wanted, most or limit))
 
     async def asummary(self, *, recent: int = DEFAULT_RECENT) -> NoteSummary:
         """Async twin of `summary`."""
-        return await run_in_executor(None, lambda: self.summary(recent=recent))
+        return summarize(await self.alist_notes(), recent=recent)
+
+    # -- what a backend implements -----------------------------------------------------
+
+    @abstractmethod
+    def _insert(self, draft: Note, *, named: bool) -> Flow[Note]:
+        """Store a new note (a fresh id on a clash, unless `named`: then `_taken`)."""
+
+    @abstractmethod
+    def _read(self, note_id: str) -> Flow[Note]:
+        """The note `note_id`, or `NoteNotFoundError`."""
+
+    @abstractmethod
+    def _change(self, note_id: str, revise: Revise | None) -> Flow[Note]:
+        """Replace a note by `revise(note)`, or delete it if `None`; return the note."""
+
+    @abstractmethod
+    def _infos(self) -> Flow[list[NoteInfo]]:
+        """Every note's metadata."""
+
+    @abstractmethod
+    def _search(
+        self, query: str, kind: NoteType | None, tags: Sequence[str], limit: int
+    ) -> Flow[list[NoteHit]]:
+        """Ranked hits (see `search`), or the newest notes when `query` has no word."""
+
+    def _sync(self, make: Callable[[], Flow[_T]]) -> _T:
+        """Run an operation; a store with store operations answers them in `_batch`."""
+        return drive(make(), self._batch)
+
+    async def _async(self, make: Callable[[], Flow[_T]]) -> _T:
+        """Run an operation from async code; by default `_sync` in an executor."""
+        return await run_in_executor(None, self._sync, make)
+
+    def _batch(self, ops: list[Op]) -> list[Result]:
+        msg = f"{type(self).__name__} runs no store operations, got {ops!r}"
+        raise TypeError(msg)
 
     # -- helpers for implementations ---------------------------------------------------
 
     def _draft(
-        self,
-        *,
-        title: object,
-        content: object,
-        note_type: object,
-        tags: object,
-        note_id: object = None,
+        self, title: object, content: object, note_type: object, tags: object, note_id: object
     ) -> Note:
         """Validate a create call's arguments into a note with its id (fresh by default)."""
         now = utc_now()
@@ -321,31 +371,31 @@ class NoteStore(ABC):
             content=check_content(content, self.max_content_chars),
         )
 
-    def _revise(
-        self,
-        note: Note,
-        *,
-        title: object = None,
-        content: object = None,
-        note_type: object = None,
-        tags: object = None,
-    ) -> Note:
-        """Validate an update call's arguments and apply them to `note`."""
-        if title is None and content is None and note_type is None and tags is None:
-            msg = "nothing to update: give at least one of title, content, note_type or tags"
-            raise InvalidNoteError(msg)
-        return Note(
-            id=note.id,
-            title=note.title if title is None else check_title(title),
-            type=note.type if note_type is None else check_note_type(note_type),
-            tags=note.tags if tags is None else check_tags(tags),
-            created_at=note.created_at,
-            # Never earlier than the version it replaces, whatever the clock did.
-            updated_at=max(utc_now(), note.updated_at),
-            content=(
-                note.content if content is None else check_content(content, self.max_content_chars)
-            ),
-        )
+    def _reviser(
+        self, title: object, content: object, note_type: object, tags: object
+    ) -> Callable[[Note], Note]:
+        """What an update does to the note it reads (validated when applied)."""
+
+        def revise(note: Note) -> Note:
+            if title is None and content is None and note_type is None and tags is None:
+                msg = "nothing to update: give at least one of title, content, note_type or tags"
+                raise InvalidNoteError(msg)
+            return Note(
+                id=note.id,
+                title=note.title if title is None else check_title(title),
+                type=note.type if note_type is None else check_note_type(note_type),
+                tags=note.tags if tags is None else check_tags(tags),
+                created_at=note.created_at,
+                # Never earlier than the version it replaces, whatever the clock did.
+                updated_at=max(utc_now(), note.updated_at),
+                content=(
+                    note.content
+                    if content is None
+                    else check_content(content, self.max_content_chars)
+                ),
+            )
+
+        return revise
 
     @staticmethod
     def _taken(note_id: str) -> InvalidNoteError:
@@ -362,16 +412,24 @@ class NoteStore(ABC):
             )
             raise NoteLimitError(msg)
 
-    @staticmethod
-    def _check_filters(
-        note_type: object, tags: object, limit: object, *, allow_none: bool
-    ) -> tuple[NoteType | None, tuple[str, ...], int | None]:
-        """Validate the filters of `list` and `search`."""
-        kind = None if note_type is None else check_note_type(note_type)
-        wanted = check_tags(tags)
-        if limit is None and allow_none:
-            return kind, wanted, None
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            msg = f"limit must be a positive integer, got {limit!r}"
-            raise InvalidNoteError(msg)
-        return kind, wanted, limit
+
+def not_found(note_id: str) -> NoteNotFoundError:
+    """The error for an id no note has."""
+    return NoteNotFoundError(
+        f"no note with id {note_id!r} (deleted, or never created): use list or search "
+        "to find the ids of existing notes"
+    )
+
+
+def _check_filters(
+    note_type: object, tags: object, limit: object, *, allow_none: bool
+) -> tuple[NoteType | None, tuple[str, ...], int | None]:
+    """Validate the filters of `list_notes` and `search`."""
+    kind = None if note_type is None else check_note_type(note_type)
+    wanted = check_tags(tags)
+    if limit is None and allow_none:
+        return kind, wanted, None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        msg = f"limit must be a positive integer, got {limit!r}"
+        raise InvalidNoteError(msg)
+    return kind, wanted, limit

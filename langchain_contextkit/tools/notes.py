@@ -1,46 +1,10 @@
-"""`NoteTool`: structured notes an agent keeps up to date.
+"""`NoteTool`: structured notes an agent keeps up to date, over any `NoteStore`.
 
-An agent records what it must not forget (the state of a task, a conclusion, a blocker,
-the next action) with `NoteTool`, and *updates* those notes as things change, so each
-stays the one authoritative record instead of piling up contradicting entries.
-[`NoteSource`][langchain_contextkit.sources.notes.NoteSource] feeds them back into the
-context, open blockers first.
-
-The tool is a thin adapter over a [`NoteStore`][langchain_contextkit.notes.NoteStore]: the
-storage, validation and ranking live in `langchain_contextkit.notes`.
-
-```python
-import tempfile
-
-from langchain_contextkit.notes import FileNoteStore
-from langchain_contextkit.tools.notes import NoteTool
-from langchain_contextkit.sources.notes import NoteSource
-
-with tempfile.TemporaryDirectory() as workspace:
-    store = FileNoteStore(workspace)
-    tool = NoteTool(store=store)
-    call = {"name": "note", "id": "call-1", "type": "tool_call"}
-    created = tool.invoke(
-        {
-            **call,
-            "args": {
-                "action": "create",
-                "title": "依赖冲突",
-                "content": "库 A 需要 B<2",
-                "note_type": "blocker",
-                "tags": ["dependency"],
-            },
-        }
-    )
-    print(created.content.startswith("Created note note_"), created.artifact["note"]["type"])
-    missing = tool.invoke({**call, "args": {"action": "read", "note_id": "note_x"}})
-    print(missing.status, missing.content.split(":")[0])
-    for result in NoteSource(name="notes", store=store).fetch("依赖"):
-        print(result.content.splitlines()[0])
-# True blocker
-# error no note with id 'note_x' (deleted, or never created)
-# [blocker] 依赖冲突
-```
+An agent records what it must not forget (a task's state, a conclusion, a blocker, the
+next action) and *updates* those notes as things change, so each stays the one
+authoritative record. [`NoteSource`][langchain_contextkit.sources.notes.NoteSource] feeds
+them back into the context; storage, validation and ranking live in
+`langchain_contextkit.notes`.
 """
 
 from __future__ import annotations
@@ -58,17 +22,13 @@ from langchain_contextkit.notes.store import NoteStore  # noqa: TC001 - a field'
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Sequence
-
-    from langchain_core.callbacks import (
-        AsyncCallbackManagerForToolRun,
-        CallbackManagerForToolRun,
-    )
+    from collections.abc import Callable, Sequence
 
     from langchain_contextkit.notes.model import NoteHit, NoteSummary
 
 __all__ = ["NoteTool", "NoteToolError", "NoteToolInput"]
 
+_Answer = tuple[str, dict[str, Any]]  # text for the model, structured data for the artifact
 NoteAction = Literal["create", "read", "update", "delete", "list", "search", "summary"]
 
 _DEFAULT_LIST_LIMIT = 20
@@ -207,90 +167,19 @@ class NoteTool(BaseTool):
             raise ConfigError(msg)
         super().__init__(store=store, **kwargs)
 
-    def _run(  # noqa: PLR0911 - one return per action
-        self,
-        action: NoteAction,
-        *,
-        title: str | None = None,
-        content: str | None = None,
-        note_type: NoteType | None = None,
-        tags: list[str] | None = None,
-        note_id: str | None = None,
-        query: str | None = None,
-        limit: int | None = None,
-        run_manager: CallbackManagerForToolRun | None = None,  # noqa: ARG002 - BaseTool API
-    ) -> tuple[str, dict[str, Any]]:
+    def _run(self, action: NoteAction, **fields: Any) -> _Answer:  # noqa: ANN401 - the schema's fields
         """Run one action against the store."""
-        request = _Request(
-            action=action,
-            title=title,
-            content=content,
-            note_type=note_type,
-            tags=tags,
-            note_id=note_id,
-            query=query,
-            limit=limit,
-        )
-        store = self.store
+        name, args, kwargs, render = _Request(action=action, **fields).call()
         try:
-            if action == "create":
-                note = store.create(**request.create_args())
-                return _created(note)
-            if action == "read":
-                return _read(store.get(request.require_id()))
-            if action == "update":
-                return _updated(store.update(request.require_id(), **request.update_args()))
-            if action == "delete":
-                return _deleted(store.delete(request.require_id()))
-            if action == "list":
-                return _listed(store.list_notes(**request.list_args()))
-            if action == "search":
-                return _found(store.search(request.require_query(), **request.search_args()))
-            return _summarised(store.summary(recent=_RECENT_IN_SUMMARY))
+            return render(getattr(self.store, name)(*args, **kwargs))
         except NoteError as error:
             raise NoteToolError(str(error)) from error
 
-    async def _arun(  # noqa: PLR0911 - one return per action
-        self,
-        action: NoteAction,
-        *,
-        title: str | None = None,
-        content: str | None = None,
-        note_type: NoteType | None = None,
-        tags: list[str] | None = None,
-        note_id: str | None = None,
-        query: str | None = None,
-        limit: int | None = None,
-        run_manager: AsyncCallbackManagerForToolRun | None = None,  # noqa: ARG002
-    ) -> tuple[str, dict[str, Any]]:
+    async def _arun(self, action: NoteAction, **fields: Any) -> _Answer:  # noqa: ANN401 - the schema's fields
         """Async twin of `_run`, through the store's async methods."""
-        request = _Request(
-            action=action,
-            title=title,
-            content=content,
-            note_type=note_type,
-            tags=tags,
-            note_id=note_id,
-            query=query,
-            limit=limit,
-        )
-        store = self.store
+        name, args, kwargs, render = _Request(action=action, **fields).call()
         try:
-            if action == "create":
-                return _created(await store.acreate(**request.create_args()))
-            if action == "read":
-                return _read(await store.aget(request.require_id()))
-            if action == "update":
-                note = await store.aupdate(request.require_id(), **request.update_args())
-                return _updated(note)
-            if action == "delete":
-                return _deleted(await store.adelete(request.require_id()))
-            if action == "list":
-                return _listed(await store.alist_notes(**request.list_args()))
-            if action == "search":
-                hits = await store.asearch(request.require_query(), **request.search_args())
-                return _found(hits)
-            return _summarised(await store.asummary(recent=_RECENT_IN_SUMMARY))
+            return render(await getattr(self.store, f"a{name}")(*args, **kwargs))
         except NoteError as error:
             raise NoteToolError(str(error)) from error
 
@@ -307,6 +196,22 @@ class _Request:
     note_id: str | None = None
     query: str | None = None
     limit: int | None = None
+
+    def call(self) -> tuple[str, tuple[str, ...], dict[str, Any], Callable[[Any], _Answer]]:  # noqa: PLR0911 - one per action
+        """The store method to call (its sync name), its arguments, and the renderer."""
+        if self.action == "create":
+            return "create", (), self.create_args(), _created
+        if self.action == "read":
+            return "get", (self.require_id(),), {}, _read
+        if self.action == "update":
+            return "update", (self.require_id(),), self.update_args(), _updated
+        if self.action == "delete":
+            return "delete", (self.require_id(),), {}, _deleted
+        if self.action == "list":
+            return "list_notes", (), self.filters(_DEFAULT_LIST_LIMIT), _listed
+        if self.action == "search":
+            return "search", (self.require_query(),), self.filters(_DEFAULT_SEARCH_LIMIT), _found
+        return "summary", (), {"recent": _RECENT_IN_SUMMARY}, _summarised
 
     def create_args(self) -> dict[str, Any]:
         missing = [name for name in ("title", "content") if getattr(self, name) is None]
@@ -332,18 +237,11 @@ class _Request:
             raise NoteToolError(msg)
         return changes
 
-    def list_args(self) -> dict[str, Any]:
+    def filters(self, default_limit: int) -> dict[str, Any]:
         return {
             "note_type": self.note_type,
             "tags": self.tags or (),
-            "limit": self.limit or _DEFAULT_LIST_LIMIT,
-        }
-
-    def search_args(self) -> dict[str, Any]:
-        return {
-            "note_type": self.note_type,
-            "tags": self.tags or (),
-            "limit": self.limit or _DEFAULT_SEARCH_LIMIT,
+            "limit": self.limit or default_limit,
         }
 
     def require_id(self) -> str:
@@ -377,23 +275,23 @@ def _plural(count: int) -> str:
     return f"{count} note{'' if count == 1 else 's'}"
 
 
-def _created(note: Note) -> tuple[str, dict[str, Any]]:
+def _created(note: Note) -> _Answer:
     return f"Created note {note.id}: {note.title}", {"action": "create", "note": note.to_dict()}
 
 
-def _read(note: Note) -> tuple[str, dict[str, Any]]:
+def _read(note: Note) -> _Answer:
     return f"{_line(note)}\n\n{note.content}", {"action": "read", "note": note.to_dict()}
 
 
-def _updated(note: Note) -> tuple[str, dict[str, Any]]:
+def _updated(note: Note) -> _Answer:
     return f"Updated note {_line(note)}", {"action": "update", "note": note.to_dict()}
 
 
-def _deleted(info: NoteInfo) -> tuple[str, dict[str, Any]]:
+def _deleted(info: NoteInfo) -> _Answer:
     return f"Deleted note {info.id}: {info.title}", {"action": "delete", "note": info.to_dict()}
 
 
-def _listed(infos: Sequence[NoteInfo]) -> tuple[str, dict[str, Any]]:
+def _listed(infos: Sequence[NoteInfo]) -> _Answer:
     if not infos:
         text = "No notes match."
     else:
@@ -401,7 +299,7 @@ def _listed(infos: Sequence[NoteInfo]) -> tuple[str, dict[str, Any]]:
     return text, {"action": "list", "notes": [info.to_dict() for info in infos]}
 
 
-def _found(hits: Sequence[NoteHit]) -> tuple[str, dict[str, Any]]:
+def _found(hits: Sequence[NoteHit]) -> _Answer:
     if not hits:
         text = "No notes match; try other words, or list to browse."
     else:
@@ -415,13 +313,10 @@ def _found(hits: Sequence[NoteHit]) -> tuple[str, dict[str, Any]]:
     return text, {"action": "search", "hits": hits_data}
 
 
-def _summarised(summary: NoteSummary) -> tuple[str, dict[str, Any]]:
+def _summarised(summary: NoteSummary) -> _Answer:
     counts = ", ".join(f"{kind} {count}" for kind, count in summary.by_type.items())
     lines = [f"{_plural(summary.total)}" + (f" ({counts})" if counts else "") + "."]
     if summary.recent:
         lines.append("Latest:")
         lines.extend(_line(info) for info in summary.recent)
     return "\n".join(lines), {"action": "summary", "summary": summary.to_dict()}
-
-
-# -- notes as a context source ---------------------------------------------------------

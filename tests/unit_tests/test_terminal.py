@@ -342,7 +342,7 @@ def test_env_extra_variables_are_passed(tmp_path: Path) -> None:
 
 
 def test_bwrap_mode_needs_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_contextkit.tools.terminal import _config as _terminal_config
+    from langchain_contextkit.tools.terminal import tool as _terminal_config
 
     monkeypatch.setattr(_terminal_config, "find_bwrap", lambda: None)
     with pytest.raises(ConfigError, match="not installed"):
@@ -351,7 +351,7 @@ def test_bwrap_mode_needs_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_missing_command_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_contextkit.tools.terminal import _config as _terminal_config
+    from langchain_contextkit.tools.terminal import tool as _terminal_config
 
     real = _terminal_config.executable_for
     monkeypatch.setattr(
@@ -432,7 +432,7 @@ def test_limits_without_prlimit_use_preexec(world: World) -> None:
 def test_other_platforms_are_refused_at_construction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_contextkit.tools.terminal import _config as _terminal_config
+    from langchain_contextkit.tools.terminal import tool as _terminal_config
 
     monkeypatch.setattr(_terminal_config.sys, "platform", "darwin")
     with pytest.raises(ConfigError, match="Linux only"):

@@ -1,15 +1,10 @@
 """What each command the terminal knows may be given: its options and its operands.
 
-A command is only runnable if it has a spec here, so the whitelist can never name
-something the tool cannot confine. Options are an allowlist per command (an option the
-spec does not know is refused, which also catches GNU's abbreviated long options such
-as `--out` for `--output`), and every option that writes, runs programs, follows
-symlinks out of the tree, or reads file names from somewhere unchecked is refused with
-its reason. Option values and operands carry a kind telling the policy which ones are
-paths to confine.
-
-The specs follow GNU coreutils 9, findutils 4.9, grep 3, GNU sed 4.8, gawk 5 and
-tree 2 (Debian 12): the tool targets Linux with the GNU tools.
+Only a command with a spec here can run. Options are an allowlist per command (which
+also catches GNU's abbreviated long options); options that write, run programs, follow
+symlinks out or read unchecked file names are refused with their reason. Values and
+operands carry a kind telling the policy which are paths. The specs follow GNU coreutils
+9, findutils 4.9, grep 3, GNU sed 4.8, gawk 5 and tree 2 (Debian 12).
 """
 
 from __future__ import annotations

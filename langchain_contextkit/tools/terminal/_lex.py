@@ -1,17 +1,9 @@
-r"""Split a terminal command line into pipeline stages of words, without a shell.
+"""Split a terminal command line into pipeline stages of words, without a shell.
 
-The quoting rules are POSIX shell's (the ones `shlex.split(..., posix=True)` follows):
-single quotes keep everything literal, double quotes keep everything but `\\"`, `\\\\`
-and `\\$`, a backslash outside quotes escapes the next character. What a shell would
-*do* with the rest of the line is refused instead: sequencing (`;`, `&&`, `||`, `&`),
-redirections and here-docs (`<`, `>`), substitutions (`` ` ``, `$(...)`, `$VAR`),
-subshells, comments, tilde expansion and newlines. The one operator kept is `|`, and
-the tool runs the pipeline itself.
-
-`shlex` cannot be used as it is because it forgets which characters were quoted: it
-splits `grep 'a|b'` and `grep a | b` into the same tokens, and it cannot tell the glob
-in `ls *.py` from the literal star in `ls '*.py'`. This scanner keeps that distinction,
-so only unquoted `|` separates stages and only unquoted `*`, `?` and `[` are globs.
+Quoting follows POSIX shell (as `shlex.split` does); everything a shell would *do* with
+the rest (sequencing, redirections, substitutions, subshells, comments, `~`, newlines)
+is refused, and `|` is the one operator kept. Unlike `shlex` the scanner remembers which
+characters were quoted, so only an unquoted `|` splits and only unquoted `*?[` glob.
 """
 
 from __future__ import annotations

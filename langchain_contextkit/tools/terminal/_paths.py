@@ -1,15 +1,9 @@
 """Confine paths to the workspace root: resolution, glob expansion, file-type checks.
 
-Every path a command will open is resolved here the way the kernel will resolve it
-(from the command's working directory, following every symlink, `..` applied after the
-symlink it follows) and refused unless it lands inside the root. Nothing relies on file
-permissions: the tool may run as root, which can read anything.
-
-What this cannot see is a change made *between* the check and the command's own open
-(another process swapping a directory for a symlink). The model cannot make such a
-change (every allowed command is read-only and children cannot write files), and the
-bubblewrap sandbox, which mounts only the root and system directories, closes it for
-everyone else.
+Every path a command will open is resolved as the kernel will (following every symlink)
+and refused unless it lands inside the root; nothing relies on file permissions. A swap
+between the check and the command's open cannot come from the model (nothing allowed
+writes), and the bubblewrap sandbox closes it for everyone else.
 """
 
 # String paths throughout, as os.path.realpath returns them:
@@ -47,11 +41,7 @@ class Workspace:
     __slots__ = ("_virtual", "root")
 
     def __init__(self, root: str) -> None:
-        """Remember the root as its real path (symlinks resolved once, here).
-
-        Args:
-            root: An existing directory.
-        """
+        """Remember the root (an existing directory) as its real path."""
         self.root = os.path.realpath(root)
         # A root inside /dev (say /dev/shm) must not forbid itself.
         self._virtual = tuple(v for v in _VIRTUAL if not _within(self.root, v))
@@ -65,18 +55,7 @@ class Workspace:
         return os.path.relpath(path, self.root)
 
     def resolve(self, text: str, cwd: str) -> str:
-        """Resolve `text` from `cwd` like the kernel would; refuse it outside the root.
-
-        Args:
-            text: The path as the command will receive it.
-            cwd: The command's working directory (a real path inside the root).
-
-        Returns:
-            The real path.
-
-        Raises:
-            Refusal: The path, or what it resolves to, is outside the root.
-        """
+        """The real path of `text` from `cwd`; `Refusal` if it lands outside the root."""
         joined = os.path.join(cwd, text)
         lexical = os.path.normpath(joined)
         if any(_within(lexical, v) for v in self._virtual):
@@ -94,10 +73,9 @@ class Workspace:
         return resolved
 
     def check_input(self, resolved: str, text: str) -> None:
-        """Refuse an input that is not a regular file or directory (FIFO, device, socket).
+        """Refuse an input that would block or never end (FIFO, device, socket).
 
-        Reading a FIFO or a device blocks or never ends; a missing file is left to the
-        command, which says so itself.
+        A missing file is left to the command, which says so itself.
         """
         try:
             mode = os.stat(resolved).st_mode
@@ -115,13 +93,8 @@ class Workspace:
     def expand(self, word: Word, cwd: str) -> list[str]:
         """The paths a word stands for: its glob matches inside the root, or the word itself.
 
-        Matches are sorted (as a shell sorts them), hidden names are only matched by a
-        pattern that starts with a dot, and a pattern that matches nothing is passed on
-        literally (as a shell does), so the command reports the missing file. A match
-        whose name starts with `-` gets a `./` prefix so it can never be read as an option.
-
-        Raises:
-            Refusal: A match lies outside the root, or there are too many matches.
+        As a shell: matches sorted, hidden names only for a leading dot, no match passed on
+        literally. A match starting with `-` gets `./`, so it is never read as an option.
         """
         if word.pattern is None:
             return [word.text]
@@ -146,12 +119,8 @@ class Workspace:
     def check_name_list(self, text: str, cwd: str, separator: str) -> None:
         """Vet a file that lists file names (`--files0-from`, `file -f`) name by name.
 
-        The command will open every name in it, so each must resolve inside the root
-        too. Reading names from standard input (`-`) is refused: they would come from
-        the previous pipeline stage unchecked.
-
-        Raises:
-            Refusal: The list is stdin, too large, unreadable, or names a path outside.
+        The command opens every name in it, so each must resolve inside the root. Names
+        from standard input (`-`) are refused: they would come from the previous stage.
         """
         if text == "-":
             msg = (

@@ -1,14 +1,9 @@
 """The argument policy: turn one pipeline stage into an argv the tool will run, or refuse.
 
-Options are read as GNU getopt reads them (clusters `-rn`, values attached `-n5` or in
-the next word, `--long=value` or `--long value`, options after operands, `--` ending
-them), so the policy sees the same option / value / operand split the command will see.
-Then every path among them, operand or option value, is confined to the workspace (see
-[`Workspace`][langchain_contextkit.tools.terminal._paths.Workspace]), globs in path
-operands are expanded inside it, and the stage is rebuilt in its original order.
-
-This policy holds on its own, without the bubblewrap sandbox: every escape test runs
-against it in both modes.
+Options are read as GNU getopt reads them (clusters, attached values, options after
+operands, `--`), so the policy sees the split the command will see; every path, operand
+or option value, is then confined to the workspace and globs are expanded inside it.
+The policy holds on its own, without the bubblewrap sandbox.
 """
 
 from __future__ import annotations
@@ -175,21 +170,10 @@ def _check_value(value: _Value, workspace: Workspace, cwd: str) -> None:
 def check_stage(
     name: str, spec: CommandSpec, words: Sequence[Word], workspace: Workspace, cwd: str
 ) -> list[str]:
-    """Check one stage's arguments against its command's spec.
+    """Check one stage's arguments against its command's spec and return the argv tail.
 
-    Args:
-        name: The command's name (for messages).
-        spec: What the command accepts.
-        words: The stage's words after the command name.
-        workspace: The root to confine paths to.
-        cwd: The stage's working directory (a real path inside the root).
-
-    Returns:
-        The arguments to run the command with: the words in their order, path operands'
-        globs expanded, and the spec's injected options first.
-
-    Raises:
-        Refusal: An option is refused or unknown, or a path leaves the workspace.
+    That is the spec's injected options, then the words in order with path globs
+    expanded; `Refusal` for an unknown or refused option or a path outside the root.
     """
     if spec.operands is Operands.TEXT:
         return [word.text for word in words]
@@ -237,13 +221,9 @@ def _expand_path(word: Word, spec: CommandSpec, workspace: Workspace, cwd: str) 
 def check_find(words: Sequence[Word], workspace: Workspace, cwd: str) -> list[str]:
     """Check `find`'s arguments: leading options, starting points, then the expression.
 
-    find does not use getopt: its starting points are the words before the first one
-    that starts with `-` (or is `!`, `(`, `)`, `,`), and the expression's words take
-    fixed numbers of arguments. Starting points are confined paths (globs expanded);
-    `-exec` and its kin, `-delete`, the `-fprint` family and `-follow` / `-L` are refused.
-
-    Raises:
-        Refusal: A refused or unknown expression word, or a path outside the workspace.
+    find does not use getopt: starting points come before the first word starting with
+    `-` (or `!`, `(`, `)`, `,`) and are confined (globs expanded); each expression word
+    takes a fixed number of arguments.
     """
     args, i = _find_leading_options(words)
     while i < len(words) and not _starts_find_expression(words[i].text):
