@@ -384,10 +384,14 @@ def mark_stable_prefix(
 
 
 def layout_ends(layout: Layout) -> tuple[int | None, int | None]:
-    """`stable_prefix_ends` of a laid-out request, read off its spans."""
+    """`stable_prefix_ends` of a laid-out request, read off its spans.
+
+    The stable prefix is everything before the first dynamic part (the retrieval block
+    or the current turn), wherever `lay_out` puts the recap within it.
+    """
     recap = layout.end("recap")
-    older = layout.spans["older"][1] - 1
-    return recap, older if older > (-1 if recap is None else recap) else None
+    stable = min(layout.spans["retrieval"][0], layout.spans["turn"][0]) - 1
+    return recap, stable if stable > (-1 if recap is None else recap) else None
 
 
 def apply_cache_marks(
