@@ -208,7 +208,9 @@ class Rules:
     def recap(self, text: str, covered: int, *, as_human: bool) -> BaseMessage:
         """The recap message of `text`, covering `covered` messages."""
         content, recap_id = f"{self.heading} {text}", f"{RECAP_ID_PREFIX}{covered}"
-        return HumanMessage(content, id=recap_id) if as_human else SystemMessage(content, id=recap_id)
+        return (
+            HumanMessage(content, id=recap_id) if as_human else SystemMessage(content, id=recap_id)
+        )
 
     def parts(
         self,
@@ -236,7 +238,9 @@ class Rules:
 
     def heading_tokens(self) -> int:
         """Tokens of the recap's heading as a message of its own (a share of the recap's room)."""
-        return count_message_tokens([SystemMessage(self.heading)], self.counter, reply_priming=False)
+        return count_message_tokens(
+            [SystemMessage(self.heading)], self.counter, reply_priming=False
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,7 +376,7 @@ def summary_in_force(read: History, summary: RunningSummary | None, *, sized: bo
     return Start()
 
 
-def plan_compaction(
+def plan_compaction(  # noqa: C901 - the seed's rule and the grid's, side by side
     read: History,
     start: Start,
     rules: Rules,
@@ -394,7 +398,11 @@ def plan_compaction(
     if start.text is not None and start.summary is None and read.digests is not None:
         last = rest[base - 1].id if base else None
         summary = RunningSummary(
-            start.text, base, last if isinstance(last, str) else None, read.digests[base], start.floor
+            start.text,
+            base,
+            last if isinstance(last, str) else None,
+            read.digests[base],
+            start.floor,
         )
         start = Start(start.text, base, start.floor, summary)
     system_tokens = count_message_tokens(read.system, rules.counter) if read.system else 0
@@ -412,24 +420,35 @@ def plan_compaction(
             cut = tail_start(pending, ceiling - fixed, costs=own, min_units=1)
         if cut == 0:
             return _as_is(parts, start, before)
-        cap, cuts, digests = rules.max_summary_tokens, [base + cut], [None]
+        cap, cuts = rules.max_summary_tokens, [base + cut]
+        digests: list[str | None] = [None]
     else:
         fixed = (system_tokens if read.system else REPLY_PRIMING) + marks.recap
         fixed += rules.heading_tokens()
         limit = None if ceiling is None else ceiling - overhead
-        grid = {"fixed": fixed, "marks": marks, "limit": limit}
-        cuts = grid_cuts(read.totals, read.starts, base=base, min_units=rules.keep_recent, **grid)
-        end = cuts[-1] if cuts else base
-        if limit is not None and fixed + read.totals[-1] - read.totals[end] > limit:
+        totals, starts = read.totals, read.starts
+
+        def walk(start: int, min_units: int, *, settled: bool = True) -> list[int]:
+            return grid_cuts(
+                totals,
+                starts,
+                base=start,
+                fixed=fixed,
+                marks=marks,
+                min_units=min_units,
+                limit=limit,
+                settled=settled,
+            )
+
+        cuts = walk(base, rules.keep_recent)
+        if limit is not None:
             # The window wins over keep_recent, still on the grid (a restart cuts the same).
-            cuts += grid_cuts(read.totals, read.starts, base=end, min_units=1, **grid)
-            end = cuts[-1] if cuts else base
-            if fixed + read.totals[-1] - read.totals[end] > limit:
-                # Still over: a point that depends on the history's end, which a restart
-                # cannot replay (the agent's turn should shrink first).
-                cuts += grid_cuts(
-                    read.totals, read.starts, base=end, min_units=1, settled=False, **grid
-                )
+            for settled in (True, False):
+                end = cuts[-1] if cuts else base
+                if fixed + totals[-1] - totals[end] > limit:
+                    # Not settled: a point that depends on the history's end, which a
+                    # restart cannot replay (the agent's turn should shrink first).
+                    cuts += walk(end, 1, settled=settled)
         if not cuts:
             return _as_is(parts, start, before)
         cap = marks.recap
@@ -453,7 +472,9 @@ def _as_is(parts: ViewParts, start: Start, tokens: int) -> CompactionResult:
     """The view unchanged: no summary was made in this call."""
     current = None
     if start.text is not None:
-        current = start.summary or RunningSummary(start.text, start.covered, None, None, start.floor)
+        current = start.summary or RunningSummary(
+            start.text, start.covered, None, None, start.floor
+        )
     return CompactionResult(
         parts.messages,
         current,

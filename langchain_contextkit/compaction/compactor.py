@@ -26,7 +26,6 @@ from langgraph.store.memory import InMemoryStore
 
 from langchain_contextkit._validate import check_count
 from langchain_contextkit.compaction._chunked_summary import fitted_requests, stated_cap
-from langchain_contextkit.compaction._recap_fit import held_recap
 from langchain_contextkit.compaction._plan import (
     History,
     Plan,
@@ -37,6 +36,7 @@ from langchain_contextkit.compaction._plan import (
     read_history,
     summary_in_force,
 )
+from langchain_contextkit.compaction._recap_fit import held_recap
 from langchain_contextkit.compaction.config import DEFAULT_TRIGGER_TOKENS, CompactionConfig
 from langchain_contextkit.compaction.recap import (
     RECAP_ID_PREFIX,
@@ -294,7 +294,10 @@ class HistoryCompactor:
         self.require_human_first = require_human_first
         self.fallback = fallback
         self.extractive = ExtractiveSummarizer(
-            max_tokens=max_summary_tokens, counter=token_counter, prompts=registry, fidelity=fidelity
+            max_tokens=max_summary_tokens,
+            counter=token_counter,
+            prompts=registry,
+            fidelity=fidelity,
         )
         self._llm_summarizer = None if llm is None else summarizer_from_llm(llm, registry)
         if summarizer_window is not None:
@@ -557,7 +560,7 @@ class HistoryCompactor:
 
     # -- one call, as steps ---------------------------------------------------------------
 
-    def _steps(  # noqa: PLR0913 - the call's inputs, as the drivers got them
+    def _steps(
         self,
         history: Sequence[BaseMessage],
         summary: RunningSummary | None,
@@ -579,7 +582,9 @@ class HistoryCompactor:
         plan = self._plan(read, start, overhead, ceiling, marks)
         shared = False
         if reuse and isinstance(plan, Plan) and marks is not None and read.digests is not None:
-            named = [(self._key(read.digests[at], plan.cap), at) for at in _candidates(read, plan, marks)]
+            named = [
+                (self._key(read.digests[at], plan.cap), at) for at in _candidates(read, plan, marks)
+            ]
             found = yield _Lookup(tuple(key for key, _ in named))
             for key, covered in named:
                 if key in found:
@@ -616,7 +621,7 @@ class HistoryCompactor:
     def _key(self, digest: str, cap: int) -> str:
         return recap_key(digest, cap, self._recap_settings)
 
-    def _summarised(  # noqa: PLR0913 - a plan and how to summarise it
+    def _summarised(  # noqa: C901, PLR0917 - one attempt per summariser, in order
         self,
         plan: Plan,
         ceiling: int | None,
@@ -648,7 +653,9 @@ class HistoryCompactor:
                         keep_last=len(plan.pending) - plan.cut,
                         fidelity=self.fidelity,
                     )
-                    text = yield from meter.ask(_Ask(view=plan.view.messages, instruction=instruction))
+                    text = yield from meter.ask(
+                        _Ask(view=plan.view.messages, instruction=instruction)
+                    )
                     if text is None:
                         continue  # declined: the in-place request would not fit the model
                 elif attempt == "extractive":
@@ -691,7 +698,9 @@ class HistoryCompactor:
                 text = yield from meter.run(requests)
             if end == plan.cut:
                 return text, fresh  # `_finish` checks, holds and commits the final recap
-            recap = self._epoch_recap(text, plan, end, asked=asked and not folded, extractive=folded)
+            recap = self._epoch_recap(
+                text, plan, end, asked=asked and not folded, extractive=folded
+            )
             if digest is not None:
                 fresh.append((digest, recap, None))
             previous = self._carried(recap)
@@ -775,7 +784,7 @@ class HistoryCompactor:
 
     # -- committing a recap ---------------------------------------------------------------
 
-    def _finish(  # noqa: PLR0913 - a summariser's outcome
+    def _finish(  # noqa: PLR0917 - a summariser's outcome
         self,
         plan: Plan,
         text: object,
@@ -823,7 +832,11 @@ class HistoryCompactor:
             return None  # logged; the next summariser's turn, else the history unchanged
         last_id = plan.pending[plan.cut - 1].id
         summary = RunningSummary(
-            recap, covered, last_id if isinstance(last_id, str) else None, plan.digest, floor or None
+            recap,
+            covered,
+            last_id if isinstance(last_id, str) else None,
+            plan.digest,
+            floor or None,
         )
         return CompactionResult(
             view,
@@ -993,4 +1006,3 @@ def _new_problems(
     if new:
         logger.warning("compaction produced an invalid message list (%s): not used", dict(new))
     return bool(new)
-

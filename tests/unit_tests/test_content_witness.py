@@ -11,7 +11,6 @@ from test_cutter_resume import _unit
 from langchain_contextkit._content_witness import ContentWitness, vouched, vouching
 from langchain_contextkit.agents.assembler import WindowAssembler
 from langchain_contextkit.agents.result_cutter import ResultCutter
-from langchain_contextkit.tokens import count_tokens
 
 
 def test_a_growing_history_keeps_its_lineage_and_an_edit_starts_a_new_one() -> None:
