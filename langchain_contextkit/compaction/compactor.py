@@ -582,9 +582,7 @@ class HistoryCompactor:
         plan = self._plan(read, start, overhead, ceiling, marks)
         shared = False
         if reuse and isinstance(plan, Plan) and marks is not None and read.digests is not None:
-            named = [
-                (self._key(read.digests[at], plan.cap), at) for at in _candidates(read, plan, marks)
-            ]
+            named = [(self._key(read.digests[at]), at) for at in _candidates(read, plan, marks)]
             found = yield _Lookup(tuple(key for key, _ in named))
             for key, covered in named:
                 if key in found:
@@ -595,7 +593,7 @@ class HistoryCompactor:
             return self._within(dataclasses.replace(plan, shared=shared), ceiling)
         result, fresh = yield from self._summarised(plan, ceiling, window, scale, in_place, kind)
         if fresh:
-            entries = tuple((self._key(d, plan.cap), SharedRecap(r, f)) for d, r, f in fresh)
+            entries = tuple((self._key(d), SharedRecap(r, f)) for d, r, f in fresh)
             yield _Save(entries)
         return self._within(dataclasses.replace(result, shared=shared), ceiling)
 
@@ -618,8 +616,8 @@ class HistoryCompactor:
         # A bounded cold start: all but the newest epoch are read once, extractively.
         return dataclasses.replace(plan, folded=epochs[-1][0])
 
-    def _key(self, digest: str, cap: int) -> str:
-        return recap_key(digest, cap, self._recap_settings)
+    def _key(self, digest: str) -> str:
+        return recap_key(digest, self._recap_settings)
 
     def _summarised(  # noqa: C901, PLR0917 - one attempt per summariser, in order
         self,
