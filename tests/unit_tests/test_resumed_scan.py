@@ -44,13 +44,15 @@ def test_the_index_clean_state_never_hides_a_problem(
     """
     from langchain_contextkit import count_tokens
     from langchain_contextkit.agents.request_layout import _valid_request
-    from langchain_contextkit.compaction._history_index import HistoryIndex
+    from langchain_contextkit.messages import CleanScan, resume_scan
 
-    arrays = HistoryIndex(count_tokens).arrays(history)
+    costs = messages_module.message_costs(history, count_tokens)
+    scan = resume_scan(CleanScan(), history)
+    starts = messages_module.unit_starts(history)
     head: list[BaseMessage] = [SystemMessage("prompt"), SystemMessage("recap")]
     for start in range(len(history)):
         kept = history[start:]
-        known = (arrays.cost(start), arrays.clean_from(start))
+        known = (sum(costs[start:]), scan if start in starts else None)
         request = [*head, *kept, *tail]
         if _valid_request(head, kept, known, tail):
             assert find_message_problems(request) == []
