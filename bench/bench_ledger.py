@@ -626,7 +626,7 @@ def cold_extractive(
         blob = pickle.dumps(Chat(f"extractive/{rep}{'/known' if counts_known else ''}").history(n))
         if counts_known:
             copy = fresh(blob, "counted")
-            message_token_costs(copy, by_object=False)
+            message_token_costs(copy)
             count_each([m.content for m in copy if isinstance(m.content, str)])
         model = summary_model(window)
         mw = cast("TimedKit", TimedKit.for_model(model, summaries="extractive"))

@@ -60,7 +60,6 @@ __all__ = [
     "RepairKind",
     "SystemPlacement",
     "check_messages",
-    "equal_copies",
     "find_message_problems",
     "has_tool_calls",
     "message_costs",
@@ -369,21 +368,6 @@ def _prefixed(
 
 _NOTE_DETAIL = "a system message after the conversation began is sent as a human note"
 _REPAIR_INDEX = operator.attrgetter("index")
-
-
-def equal_copies(messages: Sequence[BaseMessage], known: Sequence[BaseMessage]) -> bool:
-    """Whether `messages` are equal copies of `known`, one for one (as a checkpointer gives).
-
-    Every field compared, in C: each message's type, its field dict (content, ids, tool
-    calls, metadata) and its extra fields. Two lists of different lengths are not.
-    """
-    if len(messages) != len(known):
-        return False
-    return (
-        list(map(type, messages)) == list(map(type, known))
-        and list(map(vars, messages)) == list(map(vars, known))
-        and list(map(_EXTRA, messages)) == list(map(_EXTRA, known))
-    )
 
 
 _EXTRA = operator.attrgetter("__pydantic_extra__")

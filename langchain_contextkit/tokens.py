@@ -440,8 +440,6 @@ def message_token_costs(
     messages: Sequence[BaseMessage],
     counter: TokenCounter = count_tokens,
     image_tokens: int = DEFAULT_IMAGE_TOKENS,
-    *,
-    by_object: bool = True,  # noqa: ARG001 - unused; its last callers pass it
 ) -> list[int]:
     """Each message's tokens as `count_message_tokens` charges it, without reply priming.
 

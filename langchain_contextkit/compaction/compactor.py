@@ -3,30 +3,40 @@
 `HistoryCompactor` is the contract of seed 002 ("压缩对话历史") plus what long-running
 agents need: the recent tail is cut only between whole units (a tool call never loses its
 results), a leading system prompt stays first, the summary is extended incrementally
-(`RunningSummary`) instead of re-reading old turns, compaction overshoots down to a lower
-target (hysteresis) so the prompt prefix stays byte-stable between compactions, and a
-failing or empty summary never costs history: the deterministic `ExtractiveSummarizer`
-steps in, and when nothing can be summarised the history comes back unchanged.
+(`RunningSummary`) instead of re-reading old turns, and a failing or empty summary never
+costs history: the deterministic `ExtractiveSummarizer` steps in, and when nothing can be
+summarised the history comes back unchanged.
 
-`HistoryCompactor` keeps its plan, epochs and recap memo in one class, hence the length.
+One call is a generator (`HistoryCompactor._steps`): it plans (`_plan.plan_compaction`,
+a pure function), yields what it needs (a recap store read, summariser requests, a
+store write) and returns the result. `compact_view` and `acompact_view` are its two
+drivers; the sync one starts no event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from typing import TYPE_CHECKING
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit._validate import check_count, one_of
-from langchain_contextkit.compaction._cold_start import (
-    DEFAULT_COLD_START_CALLS,
-    ColdStart,
-    SummarizerMeter,
+from langgraph.store.memory import InMemoryStore
+
+from langchain_contextkit._validate import check_count
+from langchain_contextkit.compaction._chunked_summary import fitted_requests, stated_cap
+from langchain_contextkit.compaction._plan import (
+    History,
+    Plan,
+    Rules,
+    Start,
+    WaterMarks,
+    plan_compaction,
+    read_history,
+    summary_in_force,
 )
-from langchain_contextkit.compaction._history_index import HistoryIndex
-from langchain_contextkit.compaction._plan import Plan, Planner
-from langchain_contextkit.compaction._recap_chain import as_async
-from langchain_contextkit.compaction._recap_commit import RecapCommits
-from langchain_contextkit.compaction._recap_memo import NewestKnown, RecapMemo
+from langchain_contextkit.compaction._recap_fit import held_recap
 from langchain_contextkit.compaction.config import DEFAULT_TRIGGER_TOKENS, CompactionConfig
 from langchain_contextkit.compaction.recap import (
     RECAP_ID_PREFIX,
@@ -36,27 +46,35 @@ from langchain_contextkit.compaction.recap import (
     SummarizerKind,
     ViewSummarize,
 )
-from langchain_contextkit.compaction.recap_store import RecapStore, settings_tag
+from langchain_contextkit.compaction.recap_store import (
+    RecapStore,
+    SharedRecap,
+    recap_key,
+    settings_tag,
+)
 from langchain_contextkit.compaction.summarizers import (
     ASummarize,
     ExtractiveSummarizer,
-    LLMSummarizer,
     Summarize,
+    compose_extension,
+    reduce_recap,
+    render_transcript,
+    structured_recap,
     summarizer_from_llm,
 )
-from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
+from langchain_contextkit.messages import find_message_problems
 from langchain_contextkit.prompts import Fidelity, PromptRegistry
-from langchain_contextkit.tokens import (
-    TokenCounter,
-    count_tokens,
-)
+from langchain_contextkit.tokens import TokenCounter, count_tokens
+from langchain_contextkit.window_budget import model_limits
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Generator, Sequence
 
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage
 
+    from langchain_contextkit.compaction._chunked_summary import Requests
 
 __all__ = [
     "DEFAULT_TRIGGER_TOKENS",
@@ -69,8 +87,90 @@ __all__ = [
     "ViewSummarize",
 ]
 
+logger = logging.getLogger(__name__)
 
-class HistoryCompactor(ColdStart, Planner, RecapCommits):
+DEFAULT_COLD_START_CALLS = 2
+"""Summariser calls a compaction that finds no recap in force may make."""
+
+_MAX_CONCURRENCY = 4
+"""Summariser requests in flight at once (async): enough to overlap, few for rate limits."""
+
+_MAX_SCALE = 1e6
+_UNCAPPED = 10**9
+"""A cap no reply reaches: `structured_recap` reads a reply; `held_recap` then holds it."""
+
+
+# -- what a call's steps ask of its driver ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Lookup:
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Save:
+    entries: tuple[tuple[str, SharedRecap], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """Summariser requests: `(text, instruction)` pairs, or one view to summarise in place."""
+
+    batch: tuple[tuple[str, str], ...] = ()
+    view: list[BaseMessage] | None = None
+    instruction: str = ""
+
+
+_Op = _Lookup | _Save | _Ask
+_Fresh = list[tuple[str, str, str | None]]  # (digest, recap, floor) made by this call
+
+
+class _OverBoundError(RuntimeError):
+    """A cold start's summariser calls went over their bound (the attempt fails)."""
+
+
+@dataclass(slots=True)
+class _Meter:
+    """Counts one call's summariser requests and the characters they send; bounds them."""
+
+    limit: int | None
+    calls: int = 0
+    chars: int = 0
+
+    def ask(self, op: _Ask) -> Generator[_Op, Any, Any]:
+        """Yield `op` and return its answer, or the requests within the bound, then fail.
+
+        Raises:
+            _OverBoundError: When `op` holds more requests than the bound has left.
+        """
+        room = len(op.batch) or 1
+        if self.limit is not None:
+            room = min(room, self.limit - self.calls)
+        if room > 0:
+            batch = op.batch[:room]
+            self.calls += room
+            self.chars += sum(len(t) + len(i) for t, i in batch)
+            if op.view is not None:
+                self.chars += sum(len(m.text) for m in op.view) + len(op.instruction)
+            answer = yield dataclasses.replace(op, batch=batch)
+            if room == (len(op.batch) or 1):
+                return answer
+        msg = f"more than {self.limit} summariser calls on a cold start"
+        raise _OverBoundError(msg)
+
+    def run(self, requests: Requests) -> Generator[_Op, Any, str]:
+        """Answer a request generator (`_chunked_summary`) through the driver."""
+        batch = next(requests)
+        while True:
+            answers = yield from self.ask(_Ask(tuple(batch)))
+            try:
+                batch = requests.send(answers)
+            except StopIteration as stop:
+                return str(stop.value)
+
+
+class HistoryCompactor:
     """Summarise old turns with an LLM (or extractively) and keep recent turns verbatim.
 
     Rules (seed 002): below `trigger_tokens`, or with at most `keep_recent` turns, the
@@ -84,33 +184,27 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
     - leading system messages stay first and the recap follows them (as a system message,
       or a human one when `require_human_first` and the tail does not start with one);
     - hysteresis: when the trigger fires, the tail keeps as many recent units as fit
-      `target_tokens` (default half the trigger) next to a full-size recap, so the next
-      compaction is far away and the prefix stays byte-stable for prompt caching;
+      `target_tokens` (default half the trigger) next to a full-size recap;
     - incremental: `compact_view` carries a `RunningSummary`, and a compacted list fed back
       into `compact` is recognised by its recap, so old turns are never re-read;
     - when the LLM (or the `summarize` callback) fails or returns empty text, the
       `ExtractiveSummarizer` writes the recap; when that finds nothing either, the history
       comes back unchanged. An error text is never committed as a summary;
     - no summariser request exceeds the summariser's window (its profile, or
-      `summarizer_window`): a text too long for one request is summarised in chunks
-      (map), then the partial summaries are merged (reduce).
+      `summarizer_window`): a long text is summarised in chunks, then merged.
 
-    In an agent (`compact_view(..., room_tokens=...)`, as `ContextKitMiddleware`,
-    `CompactionMiddleware` and the graph nodes call it) a compactor whose `trigger_tokens`
+    In an agent (`compact_view(..., room_tokens=...)`) a compactor whose `trigger_tokens`
     is None (the default) is sized by the window: it compacts when the history would
-    take more than `HIGH_WATER` (92%) of its room, down to about `LOW_WATER` (10%) or the
-    recap's cap when that is larger, with a recap of at most `RECAP_SHARE` (20%) of the
-    room (and never above `max_summary_tokens`). Its cuts are placed on a grid that
-    only depends on the history (see `_recap_grid`), so a caller that keeps no
-    checkpointer and re-sends the whole list gets the same cuts, and from this process's
-    memo of recaps the same recap, as one whose checkpointer keeps the running summary.
-    An explicit `trigger_tokens` keeps the seed's rule everywhere.
+    take more than 92% of its room, down to about 10% (or the recap's cap), with a
+    recap of at most 20% of the room. Its cuts lie on a grid that depends on the
+    history alone (`_plan`), and every recap is kept by the digest of what it covers in
+    a `RecapStore` (its own in-memory one unless given one), so a caller that keeps no
+    state gets the same cuts and recaps as one whose checkpointer keeps the summary.
 
-    The recap is structured (facts, decisions, action items, numbers, open questions:
-    `ExtractiveSummarizer`); a model is asked for exactly those sections. A reply that
-    uses them comes back canonical, a prose reply (no section heading) is kept as
-    written, and an empty or placeholder reply, or one whose sections are broken, gives
-    way to the extractive recap (`summarizers.structured_recap`).
+    The recap is structured (facts, decisions, action items, numbers, open questions);
+    a model is asked for exactly those sections. A reply that uses them comes back
+    canonical, a prose reply is kept as written, and an empty or placeholder reply, or
+    one whose sections are broken, gives way to the extractive recap.
 
     Example (the seed's refund conversation):
         ```python
@@ -177,11 +271,9 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
                 not state it: every summariser request is sized to fit it.
             fidelity: What the recap keeps (`CompactionConfig.fidelity`).
             cold_start_calls: Summariser calls (>= 1) a compaction that finds no recap in
-                force may make: the summariser writes the newest epoch of the window's
-                grid and everything before it is folded in by one extractive pass (no
-                call). What that costs: the older part keeps the extractive recap's
-                facts (the user's statements and decisions first), not the model's
-                wording. Later compactions extend the recap with the summariser as usual.
+                force may make: beyond that many epochs, everything before the newest
+                one is recapped by one extractive pass (no call) and the summariser
+                writes the newest epoch, extending it.
 
         Raises:
             ConfigError: On an out-of-range knob.
@@ -207,20 +299,24 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
             prompts=registry,
             fidelity=fidelity,
         )
-        self._llm_summarizer: LLMSummarizer | None = (
-            None if llm is None else summarizer_from_llm(llm, registry)
-        )
+        self._llm_summarizer = None if llm is None else summarizer_from_llm(llm, registry)
         if summarizer_window is not None:
             check_count("summarizer_window", summarizer_window, minimum=1)
         self.summarizer_window = summarizer_window
-        self._recaps = RecapMemo()
-        self._newest_known = NewestKnown(self._recaps)  # where a stateless caller's recap is
-        self._floors = RecapMemo()  # the floors of model recaps, by the same digests
-        self._index = HistoryIndex(token_counter)
         check_count("cold_start_calls", cold_start_calls, minimum=1)
         self.cold_start_calls = cold_start_calls
+        self._recaps = RecapStore(store=InMemoryStore(), ttl_minutes=None)
         # What a shared recap depends on besides the messages and its cap (`recap_store`).
         self._recap_settings = settings_tag(fidelity, registry, _summarizer_name(llm))
+        self._rules = Rules(
+            counter=token_counter,
+            heading=registry.heading("recap"),
+            keep_recent=keep_recent,
+            max_summary_tokens=max_summary_tokens,
+            trigger_tokens=self.trigger_tokens,
+            target_tokens=self.target_tokens,
+            require_human_first=require_human_first,
+        )
 
     @classmethod
     def from_config(
@@ -253,6 +349,45 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
             require_human_first=require_human_first,
             fallback=fallback,
         )
+
+    @property
+    def keep_recent(self) -> int:
+        """Recent turns kept verbatim, at least."""
+        return self.config.keep_recent
+
+    @property
+    def trigger_tokens(self) -> int:
+        """A standalone compaction fires above this many tokens (2000 unless stated)."""
+        return self.config.standalone_trigger_tokens
+
+    @property
+    def max_summary_tokens(self) -> int:
+        """Hard cap of the recap."""
+        return self.config.max_summary_tokens
+
+    @property
+    def sized_by_window(self) -> bool:
+        """True when `trigger_tokens` was left at None: an agent sizes it by its window."""
+        return self.config.sized_by_window
+
+    @property
+    def fidelity(self) -> Fidelity:
+        """The recap's fidelity tier (it may step down to fit a call's cap)."""
+        return self.config.fidelity
+
+    @property
+    def target_tokens(self) -> int:
+        """What a standalone compaction aims for (hysteresis)."""
+        target = self.config.target_tokens
+        return self.trigger_tokens // 2 if target is None else target
+
+    def marks(self, room: int) -> WaterMarks:
+        """The high- and low-water marks of a history room of `room` tokens (sized mode)."""
+        marks = WaterMarks.for_room(room, max_summary_tokens=self.max_summary_tokens)
+        target = self.config.target_tokens
+        if target is not None and target < marks.high:
+            marks = dataclasses.replace(marks, low=target)
+        return marks
 
     # -- the seed's API -------------------------------------------------------------------
 
@@ -301,32 +436,22 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
             summarize_view: Tried first when given: `summarize_view(view, instruction)`
                 gets the current view unchanged (the request the model saw last, so a
                 provider's prompt cache still holds it) and an instruction to summarise
-                all but its last turns; it sends both, the instruction last, or returns
-                None when that request would not fit the model. This keeps the summary
-                call cheap on cached providers.
+                all but its last turns; None declines (the request would not fit).
             overhead_tokens: Tokens sent beside these messages (tool schemas, a system
                 prompt kept elsewhere): they count towards the trigger.
             ceiling_tokens: A hard limit for the view plus overhead (the window minus the
                 output reserve). Going over it forces a compaction, even with few turns.
             room_tokens: In an agent, the tokens this history may take in the window's
-                ledger (its trajectory budget, overhead excluded). A compactor whose
-                `trigger_tokens` is None is then sized by it.
+                ledger. A compactor whose `trigger_tokens` is None is then sized by it.
             summarizer_window: The window of the model that writes recaps, when neither
-                `summarizer_window` at construction nor the LLM's profile states it (the
-                agent's window when the agent's model summarises).
-            reuse_recaps: Let a recap this compactor made earlier, for the same
-                messages, stand in for a new one (a caller that re-sends the whole list
-                and keeps no state). Pass False for a checkpointed thread: its `summary`
-                is the authority, and a recap from this process's memory (another
-                thread with the same opening turns, or a call that failed before its
-                checkpoint) would make its requests depend on which process serves it.
-            cap_scale: The summariser's tokens per counter token (a calibration
-                factor): the instruction states the recap's cap in the summariser's
-                tokens, `cap x cap_scale` rounded down. The reply is held to the cap in
-                counter tokens either way.
-            recaps: Recaps shared with other workers (`RecapStore`): before summarising,
-                a recap stored for this history's cuts is used (with `reuse_recaps`);
-                every recap made is written there.
+                `summarizer_window` at construction nor the LLM's profile states it.
+            reuse_recaps: Let a stored recap for this history's cuts stand in for a new
+                one (a caller that keeps no state). Pass False for a checkpointed
+                thread: its `summary` is the authority.
+            cap_scale: The summariser's tokens per counter token: the instruction states
+                the recap's cap in the summariser's tokens (`cap x cap_scale`).
+            recaps: Recaps shared with other workers (`RecapStore`); by default this
+                compactor's own in-memory store. Every recap made is written there.
 
         Returns:
             The view, the new running summary and what happened.
@@ -335,75 +460,40 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
             ContextWindowExceeded: When even one recent turn and the recap exceed
                 `ceiling_tokens` (the history itself is untouched).
         """
-
-        def plan_now() -> Plan | CompactionResult:
-            return self._plan(
-                history, summary, overhead_tokens, ceiling_tokens, room_tokens, reuse=reuse_recaps
-            )
-
-        plan, shared = plan_now(), False
-        if recaps is not None and reuse_recaps and isinstance(plan, Plan):
-            keys = self._shared_keys(plan)
-            if keys and self._adopt(plan, recaps.lookup(keys)):
-                plan, shared = plan_now(), True
-        if isinstance(plan, CompactionResult):
-            return self._within(dataclasses.replace(plan, shared=shared), ceiling_tokens)
-        result = self._summarised(
-            plan,
-            summarize=summarize,
-            summarize_view=summarize_view,
-            summarizer_window=summarizer_window,
-            cap_scale=cap_scale,
+        store = self._recaps if recaps is None else recaps
+        text = summarize or self._llm_summarizer
+        kind: SummarizerKind | None = "callback" if summarize is not None else "llm"
+        steps = self._steps(
+            history,
+            summary,
+            overhead=overhead_tokens,
             ceiling=ceiling_tokens,
+            room=room_tokens,
+            window=summarizer_window,
+            cap_scale=cap_scale,
+            reuse=reuse_recaps,
+            in_place=summarize_view is not None,
+            kind=None if text is None else kind,
         )
-        if recaps is not None:
-            recaps.save(self._shared_entries(plan))
-        return self._within(dataclasses.replace(result, shared=shared), ceiling_tokens)
-
-    def _summarised(
-        self,
-        plan: Plan,
-        *,
-        summarize: Summarize | None,
-        summarize_view: ViewSummarize | None,
-        summarizer_window: int | None,
-        cap_scale: float,
-        ceiling: int | None,
-    ) -> CompactionResult:
-        """`plan` carried out: each summariser in turn until one gives a usable recap."""
-        plan.summarizer_window = self._summarizer_window(summarizer_window)
-        plan.cap_scale = _checked_scale(cap_scale)
-        meter = self._bounded(plan)
-        attempts: list[tuple[SummarizerKind, Callable[[], str | None]]] = []
-        if summarize_view is not None and len(plan.epochs()) == 1:
-            # In place only for one epoch: a chain of several is summarised epoch by epoch,
-            # so that its recap is the same whichever call (or process) makes it.
-            view, instruction = plan.view, self._view_instruction(plan)
-            in_place = meter.view(summarize_view)
-            attempts.append(("prefix", lambda: in_place(view, instruction)))
-        given = summarize or self._llm_summarizer
-        if given is not None:
-            kind: SummarizerKind = "callback" if summarize is not None else "llm"
-            asked = kind == "llm" and self.prompts.summary_prompt is None
-            transcript = meter.text(given)
-            attempts.append((kind, lambda: self._chain(plan, transcript, asked=asked)))
-        if self.fallback or not attempts:
-            extractive = self._extractive_for(plan)
-            attempts.append(("extractive", lambda: self._chain(plan, extractive, extractive=True)))
-        error: str | None = None
-        for kind, attempt in attempts:
+        answer: Any = None
+        failure: Exception | None = None
+        while True:
             try:
-                text = attempt()
-            except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost history
-                error = self._note_failure(kind, exc)
-                continue
-            if text is None and kind == "prefix":
-                continue  # declined: the in-place request would not fit the model
-            result = self._finish(plan, text, kind, error, ceiling)
-            if result is not None:
-                return _metered(result, meter)
-            error = self._note_failure(kind, None)
-        return _metered(self._unchanged(plan, error), meter)
+                op = steps.send(answer) if failure is None else steps.throw(failure)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            answer, failure = None, None
+            try:
+                if isinstance(op, _Lookup):
+                    answer = store.lookup(op.keys)
+                elif isinstance(op, _Save):
+                    store.save(op.entries)
+                elif op.view is not None and summarize_view is not None:
+                    answer = summarize_view(op.view, op.instruction)
+                elif text is not None:
+                    answer = [text(t, i) for t, i in op.batch]
+            except Exception as exc:  # noqa: BLE001 - handed to the steps: the next summariser's turn
+                failure = exc
 
     async def acompact_view(
         self,
@@ -419,92 +509,458 @@ class HistoryCompactor(ColdStart, Planner, RecapCommits):
         reuse_recaps: bool = True,
         cap_scale: float = 1.0,
         recaps: RecapStore | None = None,
-        asummarize: ASummarize | None = None,
-        asummarize_view: AViewSummarize | None = None,
     ) -> CompactionResult:
         """Async `compact_view`: the same keywords, its callbacks async.
 
-        `asummarize` and `asummarize_view` are aliases of `summarize` and
-        `summarize_view` (the names `acompact` takes, after seed 002).
-
         Raises:
-            ConfigError: When a callback is passed under both of its names.
             ContextWindowExceeded: As `compact_view`.
         """
-        asummarize = one_of("summarize", summarize, "asummarize", asummarize)
-        asummarize_view = one_of(
-            "summarize_view", summarize_view, "asummarize_view", asummarize_view
-        )
-
-        def plan_now() -> Plan | CompactionResult:
-            return self._plan(
-                history, summary, overhead_tokens, ceiling_tokens, room_tokens, reuse=reuse_recaps
-            )
-
-        plan, shared = plan_now(), False
-        if recaps is not None and reuse_recaps and isinstance(plan, Plan):
-            keys = self._shared_keys(plan)
-            if keys and self._adopt(plan, await recaps.alookup(keys)):
-                plan, shared = plan_now(), True
-        if isinstance(plan, CompactionResult):
-            return self._within(dataclasses.replace(plan, shared=shared), ceiling_tokens)
-        result = await self._asummarised(
-            plan,
-            asummarize=asummarize,
-            asummarize_view=asummarize_view,
-            summarizer_window=summarizer_window,
-            cap_scale=cap_scale,
+        store = self._recaps if recaps is None else recaps
+        llm = self._llm_summarizer
+        text = summarize or (None if llm is None else llm.asummarize)
+        kind: SummarizerKind = "callback" if summarize is not None else "llm"
+        steps = self._steps(
+            history,
+            summary,
+            overhead=overhead_tokens,
             ceiling=ceiling_tokens,
+            room=room_tokens,
+            window=summarizer_window,
+            cap_scale=cap_scale,
+            reuse=reuse_recaps,
+            in_place=summarize_view is not None,
+            kind=None if text is None else kind,
         )
-        if recaps is not None:
-            await recaps.asave(self._shared_entries(plan))
-        return self._within(dataclasses.replace(result, shared=shared), ceiling_tokens)
+        gate = asyncio.Semaphore(_MAX_CONCURRENCY)
 
-    async def _asummarised(
+        async def one(request: tuple[str, str]) -> str:
+            async with gate:
+                assert text is not None  # noqa: S101 - only asked when there is one
+                return await text(*request)
+
+        answer: Any = None
+        failure: Exception | None = None
+        while True:
+            try:
+                op = steps.send(answer) if failure is None else steps.throw(failure)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            answer, failure = None, None
+            try:
+                if isinstance(op, _Lookup):
+                    answer = await store.alookup(op.keys)
+                elif isinstance(op, _Save):
+                    await store.asave(op.entries)
+                elif op.view is not None and summarize_view is not None:
+                    answer = await summarize_view(op.view, op.instruction)
+                else:
+                    answer = list(await asyncio.gather(*map(one, op.batch)))
+            except Exception as exc:  # noqa: BLE001 - handed to the steps: the next summariser's turn
+                failure = exc
+
+    # -- one call, as steps ---------------------------------------------------------------
+
+    def _steps(
+        self,
+        history: Sequence[BaseMessage],
+        summary: RunningSummary | None,
+        *,
+        overhead: int,
+        ceiling: int | None,
+        room: int | None,
+        window: int | None,
+        cap_scale: float,
+        reuse: bool,
+        in_place: bool,
+        kind: SummarizerKind | None,
+    ) -> Generator[_Op, Any, CompactionResult]:
+        """Plan, find a stored recap, summarise, store: one call, its I/O yielded."""
+        scale = _checked_scale(cap_scale)
+        marks = self.marks(room) if room is not None and self.sized_by_window else None
+        read = read_history(history, self._rules, digests=marks is not None)
+        start = summary_in_force(read, summary, sized=marks is not None)
+        plan = self._plan(read, start, overhead, ceiling, marks)
+        shared = False
+        if reuse and isinstance(plan, Plan) and marks is not None and read.digests is not None:
+            named = [(self._key(read.digests[at]), at) for at in _candidates(read, plan, marks)]
+            found = yield _Lookup(tuple(key for key, _ in named))
+            for key, covered in named:
+                if key in found:
+                    start = Start(found[key].recap, covered, found[key].floor)
+                    plan, shared = self._plan(read, start, overhead, ceiling, marks), True
+                    break
+        if isinstance(plan, CompactionResult):
+            return self._within(dataclasses.replace(plan, shared=shared), ceiling)
+        result, fresh = yield from self._summarised(plan, ceiling, window, scale, in_place, kind)
+        if fresh:
+            entries = tuple((self._key(d), SharedRecap(r, f)) for d, r, f in fresh)
+            yield _Save(entries)
+        return self._within(dataclasses.replace(result, shared=shared), ceiling)
+
+    def _plan(
+        self,
+        read: History,
+        start: Start,
+        overhead: int,
+        ceiling: int | None,
+        marks: WaterMarks | None,
+    ) -> Plan | CompactionResult:
+        plan = plan_compaction(
+            read, start, self._rules, overhead=overhead, ceiling=ceiling, marks=marks
+        )
+        if isinstance(plan, CompactionResult) or start.text is not None:
+            return plan
+        epochs = plan.epochs()
+        if len(epochs) <= self.cold_start_calls:
+            return plan
+        # A bounded cold start: all but the newest epoch are read once, extractively.
+        return dataclasses.replace(plan, folded=epochs[-1][0])
+
+    def _key(self, digest: str) -> str:
+        return recap_key(digest, self._recap_settings)
+
+    def _summarised(  # noqa: C901, PLR0917 - one attempt per summariser, in order
         self,
         plan: Plan,
-        *,
-        asummarize: ASummarize | None,
-        asummarize_view: AViewSummarize | None,
-        summarizer_window: int | None,
-        cap_scale: float,
         ceiling: int | None,
-    ) -> CompactionResult:
-        """Async `_summarised`."""
-        plan.summarizer_window = self._summarizer_window(summarizer_window)
-        plan.cap_scale = _checked_scale(cap_scale)
-        meter = self._bounded(plan)
-        attempts: list[tuple[SummarizerKind, Callable[[], Awaitable[str | None]]]] = []
-        if asummarize_view is not None and len(plan.epochs()) == 1:
+        window: int | None,
+        scale: float,
+        in_place: bool,  # noqa: FBT001
+        kind: SummarizerKind | None,
+    ) -> Generator[_Op, Any, tuple[CompactionResult, _Fresh]]:
+        """`plan` carried out: each summariser in turn until one gives a usable recap."""
+        window = self.summarizer_window or _profile_window(self.llm) or window
+        meter = _Meter(self.cold_start_calls if plan.folded else None)
+        attempts: list[SummarizerKind] = []
+        if in_place and len(plan.epochs()) == 1:
             # In place only for one epoch: a chain of several is summarised epoch by epoch,
             # so that its recap is the same whichever call (or process) makes it.
-            view, instruction = plan.view, self._view_instruction(plan)
-            in_place = meter.aview(asummarize_view)
-            attempts.append(("prefix", lambda: in_place(view, instruction)))
-        if asummarize is not None:
-            callback = meter.atext(asummarize)
-            attempts.append(("callback", lambda: self._achain(plan, callback)))
-        elif self._llm_summarizer is not None:
-            llm = meter.atext(self._llm_summarizer.asummarize)
-            asked = self.prompts.summary_prompt is None
-            attempts.append(("llm", lambda: self._achain(plan, llm, asked=asked)))
+            attempts.append("prefix")
+        if kind is not None:
+            attempts.append(kind)
         if self.fallback or not attempts:
-            extractive = as_async(self._extractive_for(plan))
-            attempts.append(("extractive", lambda: self._achain(plan, extractive, extractive=True)))
+            attempts.append("extractive")
         error: str | None = None
-        for kind, attempt in attempts:
+        for attempt in attempts:
+            tier: Fidelity | None = None
+            fresh: _Fresh = []
             try:
-                text = await attempt()
+                if attempt == "prefix":
+                    instruction = self.prompts.view_summary_instruction(
+                        max_tokens=stated_cap(plan.cap, scale),
+                        keep_last=len(plan.pending) - plan.cut,
+                        fidelity=self.fidelity,
+                    )
+                    text = yield from meter.ask(
+                        _Ask(view=plan.view.messages, instruction=instruction)
+                    )
+                    if text is None:
+                        continue  # declined: the in-place request would not fit the model
+                elif attempt == "extractive":
+                    text, tier, fresh = self._extractive_chain(plan)
+                else:
+                    asked = attempt == "llm" and self.prompts.summary_prompt is None
+                    text, fresh = yield from self._chain(plan, meter, window, scale, asked=asked)
             except Exception as exc:  # noqa: BLE001 - a failing summariser must never cost history
-                error = self._note_failure(kind, exc)
+                error = _failure(attempt, exc)
                 continue
-            if text is None and kind == "prefix":
-                continue  # declined: the in-place request would not fit the model
-            result = self._finish(plan, text, kind, error, ceiling)
+            result = self._finish(plan, text, attempt, tier, error, ceiling)
             if result is not None:
-                return _metered(result, meter)
-            error = self._note_failure(kind, None)
-        return _metered(self._unchanged(plan, error), meter)
+                if result.summary is not None and plan.digest is not None:
+                    fresh.append((plan.digest, result.summary.text, result.summary.floor))
+                return _metered(result, meter), fresh
+            error = _failure(attempt, None)
+        return _metered(self._unchanged(plan, error), meter), []
+
+    def _chain(
+        self, plan: Plan, meter: _Meter, window: int | None, scale: float, *, asked: bool
+    ) -> Generator[_Op, Any, tuple[str, _Fresh]]:
+        """A model's recap after every epoch of `plan`, each extending the one before."""
+        previous = self._carried(plan.start.text)
+        fresh: _Fresh = []
+        for start, end, digest in plan.epochs():
+            folded = end <= plan.folded
+            if folded:
+                text = self._extractive_recap(plan, plan.pending[:end], previous)[0]
+            else:
+                requests = fitted_requests(
+                    [render_transcript([message]) for message in plan.pending[start:end]],
+                    previous,
+                    window=window,
+                    cap=plan.cap,
+                    prompts=self.prompts,
+                    counter=self.token_counter,
+                    fidelity=self.fidelity,
+                    cap_scale=scale,
+                )
+                text = yield from meter.run(requests)
+            if end == plan.cut:
+                return text, fresh  # `_finish` checks, holds and commits the final recap
+            recap = self._epoch_recap(
+                text, plan, end, asked=asked and not folded, extractive=folded
+            )
+            if digest is not None:
+                fresh.append((digest, recap, None))
+            previous = self._carried(recap)
+        return previous or "", fresh
+
+    def _extractive_chain(
+        self, plan: Plan, *, floor: bool = False
+    ) -> tuple[str, Fidelity | None, _Fresh]:
+        """The extractive recap after every epoch of `plan` (no I/O).
+
+        `floor`: the chain of a model recap's floor (it extends the floor in force).
+        """
+        start = plan.start
+        previous = self._carried(start.floor if floor and start.floor is not None else start.text)
+        fresh: _Fresh = []
+        tier: Fidelity | None = None
+        for begin, end, digest in plan.epochs():
+            text, tier = self._extractive_recap(plan, plan.pending[begin:end], previous)
+            if end == plan.cut:
+                return text, tier, fresh
+            recap = self._epoch_recap(text, plan, end, asked=False, extractive=True)
+            if digest is not None:
+                fresh.append((digest, recap, None))
+            previous = self._carried(recap)
+        return previous or "", tier, fresh
+
+    def _extractive_recap(
+        self, plan: Plan, aged: Sequence[BaseMessage], previous: str | None
+    ) -> tuple[str, Fidelity]:
+        """The extractive recap of `aged` extending `previous`, chosen for the plan's cap.
+
+        Choosing for `max_summary_tokens` and then cutting to a smaller cap would keep the
+        first lines, not the best ones.
+        """
+        extractive = self.extractive
+        if plan.cap < extractive.max_tokens:
+            extractive = dataclasses.replace(extractive, max_tokens=max(1, plan.cap))
+        transcript = "\n".join(render_transcript([message]) for message in aged)
+        text = transcript if previous is None else compose_extension(previous, transcript)
+        return extractive.recap(text)
+
+    def _carried(self, recap: str | None) -> str | None:
+        """`recap` as the next epoch extends it: None when it kept nothing."""
+        return None if recap is None or self.prompts.is_empty_recap(recap) else recap
+
+    def _epoch_recap(
+        self, text: str, plan: Plan, end: int, *, asked: bool, extractive: bool
+    ) -> str:
+        """An intermediate epoch's recap, held to the cap.
+
+        Raises:
+            ValueError: When a model gave no text, a placeholder or broken sections.
+        """
+        if not text.strip():
+            text = self._empty_recap(plan, end) if extractive else ""
+            if not text:
+                msg = "the summariser returned no text"
+                raise ValueError(msg)
+        fitted = structured_recap(
+            text,
+            max_tokens=plan.cap,
+            fidelity=self.fidelity,
+            prompts=self.prompts,
+            counter=self.token_counter,
+        )
+        if fitted is not None:
+            text = fitted[0]
+        elif asked:
+            msg = "the summariser's reply is a placeholder or its sections are broken"
+            raise ValueError(msg)
+        return self._reduced(text, plan.cap)
+
+    def _empty_recap(self, plan: Plan, end: int) -> str:
+        """The recap of `plan`'s messages up to `end` when none was worth keeping ("" if over)."""
+        text = self.prompts.empty_recap(plan.covered + end)
+        return text if self.token_counter(text) <= plan.cap else ""
+
+    def _reduced(self, text: str, cap: int) -> str:
+        """`text` within `cap`, reduced by score, never cut."""
+        return reduce_recap(text.strip(), cap, prompts=self.prompts, counter=self.token_counter)
+
+    # -- committing a recap ---------------------------------------------------------------
+
+    def _finish(  # noqa: PLR0917 - a summariser's outcome
+        self,
+        plan: Plan,
+        text: object,
+        kind: SummarizerKind,
+        tier: Fidelity | None,
+        error: str | None,
+        ceiling: int | None,
+    ) -> CompactionResult | None:
+        """Commit a summary; None when the summariser gave nothing usable."""
+        if kind == "extractive" and (not isinstance(text, str) or not text.strip()):
+            # Nothing salient in the aged span: a small recap that says so, not a failure.
+            text = self._empty_recap(plan, plan.cut)
+        if not isinstance(text, str) or not text.strip():
+            return None
+        floor = None
+        if kind != "extractive":
+            floor = self._extractive_chain(plan, floor=True)[0]
+            held = self._structured(plan, text, kind, floor)
+            if held is None:
+                return None  # a placeholder or broken sections from a model: the fallback's turn
+            text, tier = held
+        recap = self._reduced(text, plan.cap)
+        if not any(ch.isalnum() for ch in recap):
+            return None  # nothing but an ellipsis or punctuation: a placeholder
+        covered = plan.covered + plan.cut
+        tail = plan.pending[plan.cut :]
+        kept = None if plan.costs is None else sum(plan.costs[plan.cut :])
+        parts = self._rules.parts(plan.system, recap, covered, tail, kept)
+        after = self._rules.tokens(parts, plan.overhead)
+        if ceiling is not None and after > ceiling:
+            # The window wins over the recap's own cap: a shorter recap, not a failed call.
+            shorter = self._shrunk(recap, after - ceiling)
+            if shorter is not None:
+                recap = shorter
+                parts = self._rules.parts(plan.system, recap, covered, tail, kept)
+                after = self._rules.tokens(parts, plan.overhead)
+        if ceiling is not None and after > ceiling:
+            msg = (
+                f"after compaction the request still takes {after} tokens, more than the "
+                f"ceiling of {ceiling}: the most recent turn alone does not fit"
+            )
+            raise ContextWindowExceeded(msg, required=after, budget=ceiling)
+        view = parts.messages
+        if _new_problems(plan.pending, view, require_human_first=self.require_human_first):
+            return None  # logged; the next summariser's turn, else the history unchanged
+        last_id = plan.pending[plan.cut - 1].id
+        summary = RunningSummary(
+            recap,
+            covered,
+            last_id if isinstance(last_id, str) else None,
+            plan.digest,
+            floor or None,
+        )
+        return CompactionResult(
+            view,
+            summary,
+            compacted=True,
+            summarizer=kind,
+            tokens_before=plan.tokens_before,
+            tokens_after=after,
+            aged_out=plan.cut,
+            error=error,
+            fidelity=tier,
+            parts=parts,
+        )
+
+    def _structured(
+        self, plan: Plan, text: str, kind: SummarizerKind, floor: str
+    ) -> tuple[str, Fidelity | None] | None:
+        """A model's or callback's text as the recap, held to the cap above its floor.
+
+        Sections come back canonical and prose as written. A model asked for the sections
+        (our own instruction) that replies with a placeholder or broken sections is
+        refused (None); a callback or a custom `summary_prompt` may write its own format.
+        """
+        fitted = structured_recap(
+            text,
+            max_tokens=_UNCAPPED,
+            fidelity=self.fidelity,
+            prompts=self.prompts,
+            counter=self.token_counter,
+        )
+        if fitted is None:
+            if kind == "prefix" or (kind == "llm" and self.prompts.summary_prompt is None):
+                logger.warning("the %s summariser's reply is a placeholder or broken", kind)
+                return None
+            fitted = text.strip(), None
+        return held_recap(
+            fitted[0],
+            fitted[1],
+            floor=floor,
+            max_tokens=plan.cap,
+            prompts=self.prompts,
+            counter=self.token_counter,
+            fidelity=self.fidelity,
+        )
+
+    def _shrunk(self, recap: str, excess: int) -> str | None:
+        """`recap` cut by `excess` tokens and more; None when nothing meaningful is left."""
+        target = self.token_counter(recap) - excess - 1
+        if target < 1:
+            return None
+        shorter = self._reduced(recap, target)
+        if not any(ch.isalnum() for ch in shorter):
+            return None
+        logger.warning("recap cut to %d tokens to fit the window", self.token_counter(shorter))
+        return shorter
+
+    def _within(self, result: CompactionResult, ceiling: int | None) -> CompactionResult:
+        """Pass `result` on, shrink its recap to fit the ceiling, or raise.
+
+        Over the window, sending would fail at the provider and dropping turns without a
+        summary would lose them silently: the recap is cut to fit if that suffices, else
+        the caller decides.
+
+        Raises:
+            ContextWindowExceeded: When even that does not fit.
+        """
+        if ceiling is None or result.tokens_after <= ceiling:
+            return result
+        summary, parts = result.summary, result.view_parts
+        if summary is not None and parts.recap is not None:
+            shorter = self._shrunk(summary.text, result.tokens_after - ceiling)
+            if shorter is not None:
+                as_human = parts.recap.type == "human"
+                recap = self._rules.recap(shorter, summary.covered, as_human=as_human)
+                overhead = result.tokens_after - self._rules.tokens(parts, 0)
+                parts = dataclasses.replace(parts, recap=recap)
+                after = self._rules.tokens(parts, overhead)
+                if after <= ceiling:
+                    return dataclasses.replace(
+                        result,
+                        messages=parts.messages,
+                        summary=dataclasses.replace(summary, text=shorter),
+                        compacted=True,
+                        tokens_after=after,
+                        parts=parts,
+                    )
+        reason = result.error or "no turn could age out"
+        msg = (
+            f"the request takes {result.tokens_after} tokens, more than the ceiling of "
+            f"{ceiling}, and compaction could not shrink it ({reason})"
+        )
+        raise ContextWindowExceeded(msg, required=result.tokens_after, budget=ceiling)
+
+    def _unchanged(self, plan: Plan, error: str | None) -> CompactionResult:
+        logger.warning("no summary could be made; the history is kept unchanged (%s)", error)
+        return CompactionResult(
+            plan.view.messages,
+            plan.current,
+            compacted=False,
+            summarizer=None,
+            tokens_before=plan.tokens_before,
+            tokens_after=plan.tokens_before,
+            error=error,
+            parts=plan.view,
+        )
+
+
+def _candidates(read: History, plan: Plan, marks: WaterMarks) -> list[int]:
+    """Where a stored recap of this history may end, newest first.
+
+    The grid's cuts in force, and the unit starts of the last high mark's worth of
+    messages: the newest recap made for this history ends there (a view over the high
+    mark is compacted again), also when a cut forced by the window fell off the grid.
+    """
+    base, totals = plan.covered, read.totals
+    recent = (at for at in read.starts if at > base and totals[-1] - totals[at] <= marks.high)
+    return sorted({*(plan.covered + cut for cut in plan.cuts), *recent}, reverse=True)
+
+
+def _failure(kind: SummarizerKind, exc: Exception | None) -> str:
+    if exc is None:
+        message = f"the {kind} summariser returned no text"
+    else:
+        message = f"the {kind} summariser failed: {type(exc).__name__}: {exc}"
+    logger.warning("%s", message)
+    return message
 
 
 def _checked_scale(scale: float) -> float:
@@ -519,12 +975,12 @@ def _checked_scale(scale: float) -> float:
     return float(scale)
 
 
-_MAX_SCALE = 1e6
-
-
-def _metered(result: CompactionResult, meter: SummarizerMeter) -> CompactionResult:
-    """`result` with the summariser calls and characters `meter` counted."""
+def _metered(result: CompactionResult, meter: _Meter) -> CompactionResult:
     return dataclasses.replace(result, summarizer_calls=meter.calls, summarizer_chars=meter.chars)
+
+
+def _profile_window(llm: BaseChatModel | None) -> int | None:
+    return None if llm is None else model_limits(llm)[0]
 
 
 def _summarizer_name(llm: BaseChatModel | None) -> str:
@@ -533,3 +989,18 @@ def _summarizer_name(llm: BaseChatModel | None) -> str:
         return "extractive"
     model = getattr(llm, "model_name", None) or getattr(llm, "model", None)
     return f"{type(llm).__name__}:{model}" if isinstance(model, str) else type(llm).__name__
+
+
+def _new_problems(
+    before: Sequence[BaseMessage], after: Sequence[BaseMessage], *, require_human_first: bool
+) -> bool:
+    """Whether the view has a problem the input had not (logged; such a view is not sent)."""
+
+    def codes(messages: Sequence[BaseMessage]) -> Counter[str]:
+        found = find_message_problems(messages, require_human_first=require_human_first)
+        return Counter(p.code for p in found)
+
+    new = codes(after) - codes(before)
+    if new:
+        logger.warning("compaction produced an invalid message list (%s): not used", dict(new))
+    return bool(new)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage
 
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.messages import CleanScan, split_system
+from langchain_contextkit.messages import split_system
 
 # Fidelity at run time: `from_known_fields` and `dataclasses.fields` resolve the hints.
 from langchain_contextkit.prompts import Fidelity  # noqa: TC001
@@ -112,27 +112,21 @@ class RunningSummary:
 
 @dataclass(frozen=True, slots=True)
 class ViewParts:
-    """A view's parts in layout order, and what the compactor knows of its kept tail.
-
-    The assembler lays the request out from these, without splitting the view again or
-    counting the tail a second time.
+    """A view's parts in layout order: the plan lays the request out from them.
 
     Attributes:
         system: The leading system messages (the recap excluded).
         recap: The recap message, when there is one (a system message, or a human one
             when the provider wants a user turn first).
         kept: The recent turns kept verbatim, in order.
-        kept_tokens: Tokens of `kept` (no reply priming) by the compactor's counter,
-            when its history index knows them (None: count them).
-        kept_scan: The message rules' state at the end of `kept` (see
-            `messages.resume_scan`), when `kept` is known clean from a unit start.
+        kept_tokens: Tokens of `kept` (no reply priming) by the compactor's counter, when
+            the plan priced them (None: count them).
     """
 
     system: tuple[BaseMessage, ...]
     recap: BaseMessage | None
     kept: tuple[BaseMessage, ...]
     kept_tokens: int | None = None
-    kept_scan: CleanScan | None = None
 
     @property
     def messages(self) -> list[BaseMessage]:

@@ -4,10 +4,10 @@ A recap is a deterministic function of the messages it covers and the compactor'
 settings, so it is kept by the content digest of those messages (the digest the
 compactor's grid names each cut with) and written once for all workers: N workers (N
 agents, processes or machines on one `BaseStore`) that meet the same history make its
-recap once; the process memo stays the first level.
+recap once (a compactor given none keeps its own in memory).
 
 Where it lives: namespace `RECAP_NAMESPACE` (``("contextkit", "recaps")``), key
-``<settings>.<cap>.<digest>`` (`recap_key`): the settings part names the compactor's
+``<settings>.<digest>`` (`recap_key`): the settings part names the compactor's
 fidelity, language, instruction and summariser, so compactors set up differently never
 read each other's recaps. The value is ``{"recap": str, "floor": str | None}``; anything
 else read back is ignored (a store is shared, so its content is not trusted).
@@ -72,9 +72,9 @@ class SharedRecap(NamedTuple):
     floor: str | None
 
 
-def recap_key(digest: str, cap: int, settings: str = "") -> str:
-    """The key of the recap of the messages named `digest`, written under `cap` tokens."""
-    return f"{settings}.{cap}.{digest}" if settings else f"{cap}.{digest}"
+def recap_key(digest: str, settings: str = "") -> str:
+    """The key of the recap of the messages named `digest`, whatever the cap it was made for."""
+    return f"{settings}.{digest}" if settings else digest
 
 
 def settings_tag(*parts: object) -> str:

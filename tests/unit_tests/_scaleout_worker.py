@@ -74,11 +74,7 @@ def fetch_log(name: str) -> str:
 
 
 def _memo(middleware: ContextKitMiddleware) -> dict[str, Any]:
-    compactor = middleware.assembler.compactor
-    return {
-        "calibration": middleware._calibration.to_dict(),
-        "recaps": len(compactor._recaps),
-    }
+    return {"calibration": middleware._calibration.to_dict()}
 
 
 def _answer(answer: dict[str, Any]) -> None:

@@ -410,7 +410,7 @@ async def test_async_callback_and_llm_paths() -> None:
         return "async summary of " + str(text.count("\n") + 1) + " lines"
 
     compactor = HistoryCompactor(None, keep_recent=2, trigger_tokens=10)
-    result = await compactor.acompact_view(refund_history(), asummarize=summarize)
+    result = await compactor.acompact_view(refund_history(), summarize=summarize)
     assert result.summarizer == "callback"
     assert result.messages[0].text == "[Recap] async summary of 2 lines"
 
@@ -418,7 +418,7 @@ async def test_async_callback_and_llm_paths() -> None:
         raise ValueError(text[:5])
 
     fallback = await compactor.acompact_view(
-        [HumanMessage("Invoice 77 is wrong, fix it."), *refund_history()], asummarize=broken
+        [HumanMessage("Invoice 77 is wrong, fix it."), *refund_history()], summarize=broken
     )
     assert fallback.summarizer == "extractive"
     assert "Invoice 77" in fallback.messages[0].text

@@ -689,7 +689,7 @@ async def test_async_failing_summariser_falls_back() -> None:
         raise TimeoutError(msg)
 
     compactor = HistoryCompactor(None, keep_recent=2, trigger_tokens=0)
-    result = await compactor.acompact_view(history, asummarize=down)
+    result = await compactor.acompact_view(history, summarize=down)
     assert len(calls) == 1
     assert result.compacted
     assert result.summarizer == "extractive"

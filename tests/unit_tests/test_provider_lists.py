@@ -32,7 +32,7 @@ from langchain_contextkit import ContextKitMiddleware, find_message_problems, re
 from langchain_contextkit.agents.ledger import ledger_record
 from langchain_contextkit.agents.middleware import LEDGER_KEY
 from langchain_contextkit.agents.plan import WindowAssembler
-from langchain_contextkit.compaction._recap_commit import _new_problems
+from langchain_contextkit.compaction.compactor import _new_problems
 from langchain_contextkit.messages import SystemPlacement, system_placement_for, unit_starts
 from langchain_contextkit.reducers.agent import _without_new_problems
 from langchain_contextkit.testing import ScriptedChatModel

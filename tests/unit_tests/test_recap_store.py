@@ -167,11 +167,11 @@ async def test_the_async_twins_share_through_the_store() -> None:
         return f"Facts:\n- User: summary of {len(text)} characters."
 
     first = await HistoryCompactor().acompact_view(
-        history, asummarize=asummarize, room_tokens=3_000, recaps=RecapStore(store=store)
+        history, summarize=asummarize, room_tokens=3_000, recaps=RecapStore(store=store)
     )
     made = calls
     again = await HistoryCompactor().acompact_view(
-        history, asummarize=asummarize, room_tokens=3_000, recaps=RecapStore(store=store)
+        history, summarize=asummarize, room_tokens=3_000, recaps=RecapStore(store=store)
     )
     assert 1 <= made <= 2
     assert calls == made

@@ -124,29 +124,6 @@ def test_state_keys_come_from_one_module() -> None:
     assert _parameters(compaction_node)["summary_key"].default == state.SUMMARY_KEY
 
 
-async def test_a_callback_under_its_seed_alias_works_and_both_names_at_once_are_refused() -> None:
-    from langchain_core.messages import AIMessage, HumanMessage
-
-    from langchain_contextkit import ConfigError
-
-    async def recap(text: str, instruction: str) -> str:
-        return "The user asked about invoice 77; it was corrected to 120 EUR."
-
-    async def other(text: str, instruction: str) -> str:
-        return "unused"
-
-    history = [m for i in range(6) for m in (HumanMessage(f"Q{i} " * 40), AIMessage(f"A{i}"))]
-    compactor = HistoryCompactor(keep_recent=2, trigger_tokens=50)
-    by_name = await compactor.acompact_view(history, summarize=recap)
-    by_alias = await HistoryCompactor(keep_recent=2, trigger_tokens=50).acompact_view(
-        history, asummarize=recap
-    )
-    assert by_name.summarizer == by_alias.summarizer == "callback"
-    assert by_name.messages == by_alias.messages
-    with pytest.raises(ConfigError, match="summarize= once"):
-        await compactor.acompact_view(history, summarize=recap, asummarize=other)
-
-
 def test_one_built_assembler_is_handed_down_to_a_middleware_and_a_node() -> None:
     from langchain_core.messages import HumanMessage
 
