@@ -32,7 +32,13 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from langchain_contextkit._message_cache import MESSAGE_CACHE, text_counts
-from langchain_contextkit._message_parts import as_text, count_parts, message_key, message_parts
+from langchain_contextkit._message_parts import (
+    MessageKey,
+    as_text,
+    count_parts,
+    message_key,
+    message_parts,
+)
 from langchain_contextkit._token_count import count_text_tokens, count_texts_tokens
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
 
@@ -440,8 +446,12 @@ def message_token_costs(
     messages: Sequence[BaseMessage],
     counter: TokenCounter = count_tokens,
     image_tokens: int = DEFAULT_IMAGE_TOKENS,
+    keys: Sequence[MessageKey] | None = None,
 ) -> list[int]:
     """Each message's tokens as `count_message_tokens` charges it, without reply priming.
+
+    `keys` are the messages' `message_key`s when the caller has them already (the
+    compactor reads digests from the same keys).
 
     Counts are kept in the one message cache (`_message_cache`), keyed by the counter,
     `image_tokens` and every field that is counted (never by object or id: a message that
@@ -455,7 +465,7 @@ def message_token_costs(
     except TypeError:
         return [count_parts(*message_parts(m, image_tokens, counter), counter) for m in messages]
     scale = (counter, image_tokens)
-    keys = list(map(message_key, messages))
+    keys = list(map(message_key, messages)) if keys is None else keys
     get = MESSAGE_CACHE.get
     costs: list[int | None] = [get(key, scale) for key in keys]
     uncounted = [i for i, cost in enumerate(costs) if cost is None]

@@ -47,7 +47,7 @@ from langchain_contextkit.compaction.compactor import (
     RunningSummary,
 )
 from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
-from langchain_contextkit.messages import repair_messages, system_placement_for
+from langchain_contextkit.messages import MessageRepair, repair_messages, system_placement_for
 from langchain_contextkit.reducers.agent import _reduce_agent
 from langchain_contextkit.reducers.base import SummaryCall, arun_steps, run_steps
 from langchain_contextkit.sources.notes import NoteSource
@@ -754,13 +754,21 @@ class WindowAssembler:
         )
         messages = layout.messages
         # Late system messages the provider would move or refuse become notes now that
-        # the layout is done; any other problem (a layout bug) is mended, not raised.
-        sent, repairs = repair_messages(messages, system_messages=system_placement_for(placement))
-        if repairs:
-            messages = sent
+        # the layout is done. Every other rule already holds: the caller's list was
+        # repaired before the fit, and the compactor cuts only between units.
+        repairs: list[MessageRepair] = []
+        if any(isinstance(m, SystemMessage) for m in messages[layout.spans["older"][0] :]):
+            sent, repairs = repair_messages(
+                messages, system_messages=system_placement_for(placement)
+            )
+            messages = sent if repairs else messages
         budget = fitted.budget
-        # Stable system messages and older turns, plus any note a repair added.
-        history = self._tokens([*layout.part("system"), *layout.part("older")])
+        # Stable system messages and older turns (priced by the compactor when it could),
+        # plus any note a repair added.
+        if parts.kept_tokens is not None and self.compactor.token_counter is self.counter:
+            history = self._tokens(parts.system) + parts.kept_tokens
+        else:
+            history = self._tokens([*parts.system, *parts.kept])
         if repairs:
             history += self._tokens(messages) - self._tokens(layout.messages)
         tokens = {

@@ -22,10 +22,12 @@ import json
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langchain_contextkit._message_cache import MESSAGE_CACHE
+from langchain_contextkit._message_parts import MessageKey, message_key
 from langchain_contextkit.compaction.recap import (
     RECAP_ID_PREFIX,
     CompactionResult,
@@ -33,8 +35,13 @@ from langchain_contextkit.compaction.recap import (
     ViewParts,
     is_recap,
 )
-from langchain_contextkit.messages import message_costs, split_system, tail_start, unit_starts
-from langchain_contextkit.tokens import REPLY_PRIMING, TokenCounter, count_message_tokens
+from langchain_contextkit.messages import split_system, tail_start, unit_starts
+from langchain_contextkit.tokens import (
+    REPLY_PRIMING,
+    TokenCounter,
+    count_message_tokens,
+    message_token_costs,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -183,14 +190,78 @@ def _fingerprint(message: BaseMessage) -> bytes:
 _canonical = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False).encode
 
 
+class PrefixDigests:
+    """`digests[n]` names `messages[:n]` by content (`digests[0]` is the empty prefix).
+
+    Each message's own digest is kept in the one message cache, keyed by its content; a
+    prefix's digest is the hash of its messages' digests in order, computed only for the
+    few prefixes a call asks for (the grid's cuts, the covered part).
+    """
+
+    __slots__ = ("_known", "_own", "_states")
+
+    def __init__(
+        self, messages: Sequence[BaseMessage], keys: Sequence[MessageKey] | None = None
+    ) -> None:
+        """Read (or compute and cache) each message's own digest."""
+        keys = list(map(message_key, messages)) if keys is None else keys
+        get = MESSAGE_CACHE.get
+        own: list[bytes | None] = [get(key, _DIGEST) for key in keys]
+        fresh = []
+        for i, known in enumerate(own):
+            if known is None:
+                message = messages[i]
+                own[i] = hashlib.blake2b(_fingerprint(message), digest_size=16).digest()
+                if _keyed_exactly(message):
+                    fresh.append((keys[i], _DIGEST, own[i]))
+        if fresh:
+            MESSAGE_CACHE.put_many(fresh)
+        self._own = cast("list[bytes]", own)
+        self._known: dict[int, str] = {0: ""}
+        self._states = [(0, hashlib.blake2b(digest_size=16))]  # (n, state after n), sorted
+
+    def __len__(self) -> int:
+        """One more than the messages: the empty prefix is the first."""
+        return len(self._own) + 1
+
+    def __getitem__(self, n: int) -> str:
+        """The digest of the first `n` messages (a negative `n` counts from the end)."""
+        if n < 0:
+            n += len(self)
+        if not 0 <= n < len(self):
+            raise IndexError(n)
+        known = self._known.get(n)
+        if known is None:
+            # Go on from the nearest prefix already hashed below `n`.
+            at = bisect_right(self._states, n, key=lambda item: item[0]) - 1
+            start, state = self._states[at]
+            state = state.copy()
+            state.update(b"".join(self._own[start:n]))
+            self._states.insert(at + 1, (n, state))
+            known = self._known[n] = state.hexdigest()
+        return known
+
+
 def prefix_digests(messages: Sequence[BaseMessage]) -> list[str]:
-    """`digests[n]` names `messages[:n]` by content (`digests[0]` is the empty prefix)."""
-    state = hashlib.blake2b(digest_size=16)
-    digests = [""]
-    for message in messages:
-        state.update(hashlib.blake2b(_fingerprint(message), digest_size=16).digest())
-        digests.append(state.copy().hexdigest())
-    return digests
+    """Every prefix's digest (`PrefixDigests`) as a list."""
+    digests = PrefixDigests(messages)
+    return [digests[n] for n in range(len(digests))]
+
+
+_DIGEST = "digest"
+"""What a message's digest is kept as in the message cache."""
+
+
+def _keyed_exactly(message: BaseMessage) -> bool:
+    """Whether the message's content key tells apart every fingerprint it could have.
+
+    The key writes arguments given as a string (or None) as the string itself (what a
+    provider is sent), where the fingerprint tells ``""`` from ``None`` and ``"{}"`` from
+    ``{}``: those messages' digests are computed afresh, never cached.
+    """
+    fields = vars(message)
+    calls = [*(fields.get("tool_calls") or ()), *(fields.get("invalid_tool_calls") or ())]
+    return all(isinstance(call.get("args"), dict) for call in calls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +325,7 @@ class History:
     costs: tuple[int, ...]
     totals: tuple[int, ...]
     starts: tuple[int, ...]
-    digests: tuple[str, ...] | None
+    digests: PrefixDigests | None
     """Prefix digests of `rest`; None when a recap inside the list stands for its start."""
 
 
@@ -270,7 +341,8 @@ def read_history(history: Sequence[BaseMessage], rules: Rules, *, digests: bool)
             kept.append(message)
     if rest and is_recap(rest[0]):
         found, rest = rest[0].text.removeprefix(f"{rules.heading} "), rest[1:]
-    costs = message_costs(rest, rules.counter)
+    keys = list(map(message_key, rest))
+    costs = message_token_costs(rest, rules.counter, keys=keys)
     return History(
         tuple(kept),
         tuple(rest),
@@ -278,7 +350,7 @@ def read_history(history: Sequence[BaseMessage], rules: Rules, *, digests: bool)
         tuple(costs),
         (0, *accumulate(costs)),
         tuple(unit_starts(rest)),
-        tuple(prefix_digests(rest)) if digests and found is None else None,
+        PrefixDigests(rest, keys) if digests and found is None else None,
     )
 
 
