@@ -79,7 +79,7 @@ import _stub_path  # noqa: F401 - puts tests/ on sys.path for provider_stubs
 from _anthropic_rows import bench_anthropic
 from provider_stubs.openai_stub import OpenAIStub, Reply, ToolCall, content_text
 
-from langchain_contextkit.agents.middleware import ContextKitMiddleware
+from langchain_contextkit.agent.middleware import ContextKitMiddleware
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -76,11 +76,11 @@ except ImportError:  # optional: only used to report and pin the BLAS threads
 # Run from a source checkout without installing the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import langchain_contextkit.builder._assembly as assembly_module
-import langchain_contextkit.builder.runnable as builder_module
+import langchain_contextkit.retrieval.builder._assembly as assembly_module
+import langchain_contextkit.retrieval.builder.runnable as builder_module
 from langchain_contextkit import CallableSource, ContextBuilder, ContextConfig
-from langchain_contextkit.retrieval import RetrievalResult
-from langchain_contextkit.tokens import count_tokens
+from langchain_contextkit.retrieval.result import RetrievalResult
+from langchain_contextkit.tokens.count import count_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

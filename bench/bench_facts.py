@@ -108,9 +108,9 @@ from provider_stubs.openai_stub import (
 )
 
 from langchain_contextkit import ContextKitMiddleware
-from langchain_contextkit.agents.middleware import LEDGER_KEY
-from langchain_contextkit.agents.offload_stores import NoteOffloadStore
-from langchain_contextkit.agents.tool_results import OffloadConfig
+from langchain_contextkit.agent.middleware import LEDGER_KEY
+from langchain_contextkit.agent.offload_stores import NoteOffloadStore
+from langchain_contextkit.agent.tool_results import OffloadConfig
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX
 from langchain_contextkit.notes import NoteStore, StoreNoteStore
 from langchain_contextkit.tools import NoteTool

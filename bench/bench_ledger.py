@@ -86,9 +86,9 @@ import _agent_script as script
 import corpus
 
 from langchain_contextkit import count_each, count_tokens, tiktoken_counter
-from langchain_contextkit.agents.middleware import LEDGER_KEY, ContextKitMiddleware
+from langchain_contextkit.agent.middleware import LEDGER_KEY, ContextKitMiddleware
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.tokens import message_token_costs
+from langchain_contextkit.tokens.count import message_token_costs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

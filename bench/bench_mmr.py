@@ -49,12 +49,12 @@ except ImportError:  # optional: only used to report the BLAS kernel
     threadpool_info = None
 
 try:
-    from langchain_contextkit.mmr import mmr_indices, mmr_select
-    from langchain_contextkit.retrieval import RetrievalResult
+    from langchain_contextkit.retrieval.mmr import mmr_indices, mmr_select
+    from langchain_contextkit.retrieval.result import RetrievalResult
 except ModuleNotFoundError:  # a source checkout, not installed: use the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from langchain_contextkit.mmr import mmr_indices, mmr_select
-    from langchain_contextkit.retrieval import RetrievalResult
+    from langchain_contextkit.retrieval.mmr import mmr_indices, mmr_select
+    from langchain_contextkit.retrieval.result import RetrievalResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -44,7 +44,7 @@ import _stub_path  # noqa: F401 - puts tests/ on sys.path for provider_stubs
 from provider_stubs.openai_stub import OpenAIStub, Reply, ToolCall
 
 from langchain_contextkit import ContextKitMiddleware
-from langchain_contextkit.agents.middleware import LEDGER_KEY
+from langchain_contextkit.agent.middleware import LEDGER_KEY
 
 WINDOW = 4_000
 MAX_OUTPUT = 256

@@ -87,7 +87,7 @@ from langchain_contextkit.compaction.facts import (
 )
 from langchain_contextkit.compaction.summarizers import render_transcript
 from langchain_contextkit.errors import ContextWindowExceeded
-from langchain_contextkit.messages import find_message_problems
+from langchain_contextkit.messages.lists import find_message_problems
 from langchain_contextkit.reducers.agent import reduce_agent
 from langchain_contextkit.reducers.plan import reduce_plan
 from langchain_contextkit.reducers.reflection import reduce_reflection
@@ -97,7 +97,7 @@ from langchain_contextkit.reducers.trajectories import (
     ReflectionRound,
     ReflectionTrajectory,
 )
-from langchain_contextkit.tokens import count_message_tokens, count_tokens
+from langchain_contextkit.tokens.count import count_message_tokens, count_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

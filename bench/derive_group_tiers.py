@@ -1,4 +1,4 @@
-"""Derive `langchain_contextkit/_tier_tables.py`: every code point's script group and tier.
+"""Derive `langchain_contextkit/tokens/_tier_tables.py`: every code point's script group and tier.
 
     python bench/derive_group_tiers.py           # print whether the shipped table is current
     python bench/derive_group_tiers.py --write   # rewrite the module
@@ -22,9 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from exact_tokenizers import bpe_openai_encoding
 
-from langchain_contextkit import _token_estimate as model, _token_groups as token_groups
+from langchain_contextkit.tokens import _token_estimate as model, _token_groups as token_groups
 
-_MODULE = Path(__file__).resolve().parents[1] / "langchain_contextkit" / "_tier_tables.py"
+_MODULE = (
+    Path(__file__).resolve().parents[1] / "langchain_contextkit" / "tokens" / "_tier_tables.py"
+)
 
 
 def derive() -> tuple[str, dict[str, int]]:
@@ -56,7 +58,7 @@ def main() -> int:
     args = parser.parse_args()
     packed, span = derive()
     print("most characters of one group in one token:", span)
-    from langchain_contextkit._tier_tables import GROUP_TIERS  # noqa: PLC0415 - after a write
+    from langchain_contextkit.tokens._tier_tables import GROUP_TIERS  # noqa: PLC0415 - after a write
 
     same = packed == GROUP_TIERS
     if args.write:

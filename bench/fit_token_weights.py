@@ -4,7 +4,8 @@
     python bench/fit_token_weights.py --holdout  # also fit on half the documents, test on the rest
 
 Four things are derived, in order, and printed as Python literals ready to paste into
-`langchain_contextkit/_token_estimate.py`, each marked "same" or "CHANGED" against what ships:
+`langchain_contextkit/tokens/_token_estimate.py`, each marked "same" or "CHANGED" against what
+ships:
 
 1. `_CJK_TIERS`: how many tokens cl100k spends on each CJK character alone (1, 2, or 3 and
    more), two bits per character. The characters of the specification's own example
@@ -45,12 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import fit_sample, load_corpus
 from exact_tokenizers import COUNTERS, bpe_openai_encoding
 
-from langchain_contextkit import (
+from langchain_contextkit import count_tokens, tiktoken_counter
+from langchain_contextkit.tokens import (
     _token_count as counting,
     _token_estimate as model,
     _token_regimes as regimes,
-    count_tokens,
-    tiktoken_counter,
 )
 
 Matrix = npt.NDArray[np.float64]

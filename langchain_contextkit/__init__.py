@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_contextkit._version import __version__
 
 if TYPE_CHECKING:  # a layer's own __all__, else the names below; at run time, __getattr__
-    from langchain_contextkit.agents import *  # noqa: F403
-    from langchain_contextkit.budget import ContextConfig as ContextConfig
-    from langchain_contextkit.builder import *  # noqa: F403
+    from langchain_contextkit.agent import *  # noqa: F403
     from langchain_contextkit.compaction import *  # noqa: F403
     from langchain_contextkit.config import *  # noqa: F403
     from langchain_contextkit.dashboard import *  # noqa: F403
@@ -34,15 +32,7 @@ if TYPE_CHECKING:  # a layer's own __all__, else the names below; at run time, _
         NoteNotFoundError as NoteNotFoundError,
         TokenizerUnavailableError as TokenizerUnavailableError,
     )
-    from langchain_contextkit.messages import (
-        MessageProblem as MessageProblem,
-        MessageRepair as MessageRepair,
-        check_messages as check_messages,
-        find_message_problems as find_message_problems,
-        repair_messages as repair_messages,
-        trim_to_budget as trim_to_budget,
-    )
-    from langchain_contextkit.mmr import mmr_indices as mmr_indices, mmr_select as mmr_select
+    from langchain_contextkit.messages import *  # noqa: F403
     from langchain_contextkit.notes import *  # noqa: F403
     from langchain_contextkit.prompts import (
         PromptRegistry as PromptRegistry,
@@ -50,27 +40,12 @@ if TYPE_CHECKING:  # a layer's own __all__, else the names below; at run time, _
     )
     from langchain_contextkit.quality import *  # noqa: F403
     from langchain_contextkit.reducers import *  # noqa: F403
-    from langchain_contextkit.retrieval import RetrievalResult as RetrievalResult
-    from langchain_contextkit.sources import *  # noqa: F403
-    from langchain_contextkit.tokens import (
-        DEFAULT_IMAGE_TOKENS as DEFAULT_IMAGE_TOKENS,
-        TiktokenCounter as TiktokenCounter,
-        TokenCounter as TokenCounter,
-        count_each as count_each,
-        count_message_tokens as count_message_tokens,
-        count_tokens as count_tokens,
-        count_tool_tokens as count_tool_tokens,
-        tiktoken_counter as tiktoken_counter,
-        truncate_to_tokens as truncate_to_tokens,
-    )
+    from langchain_contextkit.retrieval import *  # noqa: F403
+    from langchain_contextkit.tokens import *  # noqa: F403
     from langchain_contextkit.tools import *  # noqa: F403
-    from langchain_contextkit.window_budget import (
-        WindowBudget as WindowBudget,
-        WindowBudgetConfig as WindowBudgetConfig,
-    )
 
 _PUBLIC: dict[str, tuple[str, ...]] = {
-    "agents": (
+    "agent": (
         "CallLedger",
         "CompactionGraphState",
         "CompactionMiddleware",
@@ -83,13 +58,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "OffloadStore",
         "ToolResultOffloader",
         "WindowAssembler",
+        "WindowBudget",
+        "WindowBudgetConfig",
         "WorkspaceOffloadStore",
         "compaction_node",
         "context_node",
         "reducer_node",
     ),
-    "budget": ("ContextConfig",),
-    "builder": ("BudgetedRetriever", "ContextBuilder", "ContextReport"),
     "compaction": (
         "CompactionConfig",
         "CompactionResult",
@@ -127,7 +102,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "repair_messages",
         "trim_to_budget",
     ),
-    "mmr": ("mmr_indices", "mmr_select"),
     "notes": (
         "DEFAULT_MAX_CONTENT_CHARS",
         "DEFAULT_MAX_NOTES",
@@ -146,7 +120,10 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "check_note_id",
         "new_note_id",
     ),
-    "prompts": ("PromptRegistry", "with_data_boundary"),
+    "prompts": (
+        "PromptRegistry",
+        "with_data_boundary",
+    ),
     "quality": (
         "AblationCase",
         "AblationReport",
@@ -183,14 +160,20 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "reduce_reflection_sync",
         "tokens_of",
     ),
-    "retrieval": ("RetrievalResult",),
-    "sources": (
+    "retrieval": (
+        "BudgetedRetriever",
         "CallableSource",
+        "ContextBuilder",
+        "ContextConfig",
+        "ContextReport",
         "ContextSource",
         "DocsSource",
         "NoteSource",
+        "RetrievalResult",
         "RetrieverSource",
         "Scope",
+        "mmr_indices",
+        "mmr_select",
     ),
     "tokens": (
         "DEFAULT_IMAGE_TOKENS",
@@ -203,8 +186,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "tiktoken_counter",
         "truncate_to_tokens",
     ),
-    "tools": ("DEFAULT_READ_ONLY", "NoteTool", "NoteToolError", "NoteToolInput", "TerminalTool"),
-    "window_budget": ("WindowBudget", "WindowBudgetConfig"),
+    "tools": (
+        "DEFAULT_READ_ONLY",
+        "NoteTool",
+        "NoteToolError",
+        "NoteToolInput",
+        "TerminalTool",
+    ),
 }
 """Every public name, by the layer or core module (under the root) that exports it."""
 

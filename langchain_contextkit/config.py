@@ -39,10 +39,10 @@ import yaml
 from langchain_contextkit.errors import ConfigError
 
 if TYPE_CHECKING:
-    from langchain_contextkit.budget import ContextConfig
+    from langchain_contextkit.agent.window_budget import WindowBudgetConfig
     from langchain_contextkit.compaction import CompactionConfig
     from langchain_contextkit.reducers import ReducerConfig
-    from langchain_contextkit.window_budget import WindowBudgetConfig
+    from langchain_contextkit.retrieval.budget import ContextConfig
 
 __all__ = ["ContextKitConfig"]
 
@@ -62,10 +62,10 @@ _SHOW.maxstring = _SHOW.maxother = _SHOW.maxlong = 60
 @functools.cache
 def _sections() -> dict[str, Any]:
     """Section name -> config class, in field order (imported on first use: see the module)."""
-    from langchain_contextkit.budget import ContextConfig  # noqa: PLC0415
+    from langchain_contextkit.agent.window_budget import WindowBudgetConfig  # noqa: PLC0415
     from langchain_contextkit.compaction import CompactionConfig  # noqa: PLC0415
     from langchain_contextkit.reducers import ReducerConfig  # noqa: PLC0415
-    from langchain_contextkit.window_budget import WindowBudgetConfig  # noqa: PLC0415
+    from langchain_contextkit.retrieval.budget import ContextConfig  # noqa: PLC0415
 
     return {
         "context": ContextConfig,
@@ -212,7 +212,7 @@ class ContextKitConfig:
         """A copy whose `context.max_tokens` is `use_ratio` of a model's window.
 
         The other context fields and the other sections are kept (see
-        [`ContextConfig.for_window`][langchain_contextkit.budget.ContextConfig.for_window]).
+        [`ContextConfig.for_window`][langchain_contextkit.retrieval.budget.ContextConfig.for_window]).
 
         Args:
             context_window: The model's window in tokens; None when unknown.

@@ -287,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run_build(args: argparse.Namespace) -> int:
     # Loads langchain and the builder: only when the command runs.
     from langchain_contextkit.cli import build as _build  # noqa: PLC0415
-    from langchain_contextkit.sources.chunking import DEFAULT_CHUNK_TOKENS  # noqa: PLC0415
+    from langchain_contextkit.retrieval.sources.chunking import DEFAULT_CHUNK_TOKENS  # noqa: PLC0415
 
     # Always a number, so the build does not note the assumed window on stderr on every
     # run: the ledger's title (and the JSON's "window") already says which window was used.

@@ -12,28 +12,32 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_contextkit.budget import DEFAULT_SOURCE_RATIOS, ContextConfig
-from langchain_contextkit.builder.runnable import ContextBuilder
 from langchain_contextkit.errors import (
     BuildInputError,
     ConfigError,
     ContextKitError,
     ContextWindowExceeded,
 )
-from langchain_contextkit.messages import trim_to_budget
+from langchain_contextkit.messages.lists import trim_to_budget
 from langchain_contextkit.prompts import PromptRegistry
-from langchain_contextkit.retrieval import RetrievalResult
-from langchain_contextkit.sources.callable import CallableSource
-from langchain_contextkit.sources.chunking import DEFAULT_CHUNK_TOKENS
-from langchain_contextkit.sources.docs import DocsIndex, DocsSource
-from langchain_contextkit.sources.folder import DEFAULT_SUFFIXES, LoadedFolder, load_folder
-from langchain_contextkit.tokens import count_tokens
+from langchain_contextkit.retrieval.budget import DEFAULT_SOURCE_RATIOS, ContextConfig
+from langchain_contextkit.retrieval.builder.runnable import ContextBuilder
+from langchain_contextkit.retrieval.result import RetrievalResult
+from langchain_contextkit.retrieval.sources.callable import CallableSource
+from langchain_contextkit.retrieval.sources.chunking import DEFAULT_CHUNK_TOKENS
+from langchain_contextkit.retrieval.sources.docs import DocsIndex, DocsSource
+from langchain_contextkit.retrieval.sources.folder import (
+    DEFAULT_SUFFIXES,
+    LoadedFolder,
+    load_folder,
+)
+from langchain_contextkit.tokens.count import count_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from langchain_contextkit.builder.report import ContextReport
-    from langchain_contextkit.sources.base import ContextSource
+    from langchain_contextkit.retrieval.builder.report import ContextReport
+    from langchain_contextkit.retrieval.sources.base import ContextSource
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",

@@ -16,7 +16,7 @@ from langchain_contextkit.cli import EXIT_FAILED
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from langchain_contextkit.tokens import TiktokenCounter
+    from langchain_contextkit.tokens.count import TiktokenCounter
 
 __all__ = ["run_count"]
 
@@ -31,7 +31,7 @@ class _FileCount:
 
 def _exact_counter(encoding: str) -> TiktokenCounter | None:
     from langchain_contextkit.errors import ContextKitError  # noqa: PLC0415 - only for count
-    from langchain_contextkit.tokens import tiktoken_counter  # noqa: PLC0415
+    from langchain_contextkit.tokens.count import tiktoken_counter  # noqa: PLC0415
 
     try:
         return tiktoken_counter(encoding)
@@ -49,7 +49,7 @@ def _read(path: str) -> str:
 
 def run_count(files: Sequence[str], *, encoding: str, as_json: bool, out: TextIO) -> int:
     """Print the counts of `files` to `out` (a table, or one JSON object); the exit status."""
-    from langchain_contextkit.tokens import count_tokens  # noqa: PLC0415 - only for count
+    from langchain_contextkit.tokens.count import count_tokens  # noqa: PLC0415 - only for count
 
     exact = _exact_counter(encoding)
     rows: list[_FileCount] = []

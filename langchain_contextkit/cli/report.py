@@ -53,7 +53,7 @@ def run_report(request: ReportRequest, *, out: TextIO, err: TextIO) -> int:
 
 
 def _run_ledger_report(request: ReportRequest, *, out: TextIO, err: TextIO) -> int:
-    from langchain_contextkit.agents.ledger import read_ledger_log  # noqa: PLC0415 - only here
+    from langchain_contextkit.agent.ledger import read_ledger_log  # noqa: PLC0415 - only here
     from langchain_contextkit.errors import LedgerLogError  # noqa: PLC0415
 
     try:
@@ -153,7 +153,7 @@ def run_ledger_drift(
     request: ReportRequest, records: list[dict[str, Any]], *, out: TextIO, err: TextIO
 ) -> int:
     """The dashboard of `records` and its drift from the baseline log; the exit status."""
-    from langchain_contextkit.agents.ledger import read_ledger_log  # noqa: PLC0415
+    from langchain_contextkit.agent.ledger import read_ledger_log  # noqa: PLC0415
     from langchain_contextkit.dashboard import compare_ledgers, summarize_ledgers  # noqa: PLC0415
     from langchain_contextkit.errors import LedgerLogError  # noqa: PLC0415
 

@@ -17,13 +17,13 @@ import asyncio
 from typing import TYPE_CHECKING, cast
 
 from langchain_contextkit.compaction.summarizers import compose_extension, reduce_recap
-from langchain_contextkit.tokens import count_each, truncate_to_tokens
+from langchain_contextkit.tokens.count import count_each, truncate_to_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Generator, Sequence
 
     from langchain_contextkit.prompts import Fidelity, PromptRegistry
-    from langchain_contextkit.tokens import TokenCounter
+    from langchain_contextkit.tokens.count import TokenCounter
 
     Request = tuple[str, str]
     """`(text, instruction)`: one summariser call."""

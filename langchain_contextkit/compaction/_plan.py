@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_contextkit._message_cache import MESSAGE_CACHE
-from langchain_contextkit._message_parts import MessageKey, message_key
 from langchain_contextkit.compaction.recap import (
     RECAP_ID_PREFIX,
     CompactionResult,
@@ -35,8 +33,10 @@ from langchain_contextkit.compaction.recap import (
     ViewParts,
     is_recap,
 )
-from langchain_contextkit.messages import split_system, tail_start, unit_starts
-from langchain_contextkit.tokens import (
+from langchain_contextkit.messages.lists import split_system, tail_start, unit_starts
+from langchain_contextkit.tokens._message_cache import MESSAGE_CACHE
+from langchain_contextkit.tokens._message_parts import MessageKey, message_key
+from langchain_contextkit.tokens.count import (
     REPLY_PRIMING,
     TokenCounter,
     count_message_tokens,

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from langchain_contextkit.prompts import Fidelity, PromptRegistry
-    from langchain_contextkit.tokens import TokenCounter
+    from langchain_contextkit.tokens.count import TokenCounter
 
 __all__ = ["distinctive_tokens", "floor_items", "held_recap", "lacks"]
 

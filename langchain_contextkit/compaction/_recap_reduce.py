@@ -21,7 +21,7 @@ from langchain_contextkit.compaction.facts import split_sentences
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from langchain_contextkit.tokens import TokenCounter
+    from langchain_contextkit.tokens.count import TokenCounter
 
     UnitScore = Callable[[str, "str | None", bool, int], int]
     """`score(text, label, under_heading, line)`: how much one unit is worth keeping

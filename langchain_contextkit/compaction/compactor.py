@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.store.memory import InMemoryStore
 
-from langchain_contextkit._validate import check_count
 from langchain_contextkit.compaction._chunked_summary import fitted_requests, stated_cap
 from langchain_contextkit.compaction._plan import (
     History,
@@ -62,11 +61,11 @@ from langchain_contextkit.compaction.summarizers import (
     structured_recap,
     summarizer_from_llm,
 )
-from langchain_contextkit.errors import ConfigError, ContextWindowExceeded
-from langchain_contextkit.messages import find_message_problems
+from langchain_contextkit.errors import ConfigError, ContextWindowExceeded, check_count
+from langchain_contextkit.messages.lists import find_message_problems
 from langchain_contextkit.prompts import Fidelity, PromptRegistry
-from langchain_contextkit.tokens import TokenCounter, count_tokens
-from langchain_contextkit.window_budget import model_limits
+from langchain_contextkit.tokens.count import TokenCounter, count_tokens
+from langchain_contextkit.tokens.limits import model_limits
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence

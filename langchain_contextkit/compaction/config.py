@@ -6,9 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from langchain_contextkit._validate import check_count, from_known_fields
 from langchain_contextkit.compaction.summarizers import check_fidelity
-from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.errors import ConfigError, check_count, from_known_fields
 
 # Fidelity at run time: `from_known_fields` and `dataclasses.fields` resolve the hints.
 from langchain_contextkit.prompts import Fidelity  # noqa: TC001

@@ -35,7 +35,7 @@ from langchain_contextkit.compaction.recap_format import (
 )
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.prompts import FIDELITIES, Fidelity, PromptRegistry
-from langchain_contextkit.tokens import TokenCounter, count_tokens
+from langchain_contextkit.tokens.count import TokenCounter, count_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage
 
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.messages import split_system
+from langchain_contextkit.messages.lists import split_system
 
 # Fidelity at run time: `from_known_fields` and `dataclasses.fields` resolve the hints.
 from langchain_contextkit.prompts import Fidelity  # noqa: TC001

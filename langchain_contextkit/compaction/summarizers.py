@@ -44,7 +44,7 @@ from langchain_contextkit.compaction.recap_format import (
     render_transcript,
 )
 from langchain_contextkit.prompts import Fidelity, PromptRegistry
-from langchain_contextkit.tokens import TokenCounter, count_tokens
+from langchain_contextkit.tokens.count import TokenCounter, count_tokens
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

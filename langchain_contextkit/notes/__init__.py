@@ -10,7 +10,7 @@
 
 The agent-facing tool over a store is
 [`NoteTool`][langchain_contextkit.tools.notes.NoteTool]; the context source that feeds
-notes to the builder is [`NoteSource`][langchain_contextkit.sources.notes.NoteSource].
+notes to the builder is [`NoteSource`][langchain_contextkit.retrieval.sources.notes.NoteSource].
 """
 
 from langchain_contextkit.notes.file_store import FileNoteStore

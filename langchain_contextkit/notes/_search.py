@@ -1,6 +1,6 @@
 """BM25 search over notes: SQLite FTS5 in memory, updated note by note.
 
-Tokenisation is shared with the document search (`langchain_contextkit._fts`). The table
+Tokenisation is shared with the document search (`langchain_contextkit.notes._fts`). The table
 is contentless: a row is deleted by re-deriving its columns from the note, so
 `index_text` must stay a pure function of the text.
 """
@@ -10,8 +10,14 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from langchain_contextkit._fts import TOKENIZE, connect, index_text, match_expression, query_terms
 from langchain_contextkit.errors import SearchUnavailableError
+from langchain_contextkit.notes._fts import (
+    TOKENIZE,
+    connect,
+    index_text,
+    match_expression,
+    query_terms,
+)
 
 __all__ = ["SearchIndex", "SearchUnavailableError", "index_text", "query_terms"]
 

@@ -25,14 +25,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_contextkit._async import run_sync
-from langchain_contextkit._validate import check_count
-from langchain_contextkit.agents.middleware import ContextKitMiddleware
-from langchain_contextkit.agents.plan import RETRIEVAL_ID, WindowAssembler
-from langchain_contextkit.builder.runnable import ContextBuilder
+from langchain_contextkit.agent.middleware import ContextKitMiddleware
+from langchain_contextkit.agent.plan import RETRIEVAL_ID, WindowAssembler
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX
-from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.tokens import count_message_tokens
+from langchain_contextkit.errors import ConfigError, check_count
+from langchain_contextkit.retrieval._async import run_sync
+from langchain_contextkit.retrieval.builder.runnable import ContextBuilder
+from langchain_contextkit.tokens.count import count_message_tokens
 
 if TYPE_CHECKING:
     from langchain_core.runnables import Runnable

@@ -19,17 +19,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langchain_contextkit._async import run_sync
-from langchain_contextkit._validate import check_count
-from langchain_contextkit.agents.middleware import LEDGER_KEY, ContextKitMiddleware
-from langchain_contextkit.agents.plan import WindowAssembler
-from langchain_contextkit.builder.runnable import ContextBuilder
-from langchain_contextkit.calibration import reported_usage
-from langchain_contextkit.errors import ConfigError
+from langchain_contextkit.agent.calibration import reported_usage
+from langchain_contextkit.agent.middleware import LEDGER_KEY, ContextKitMiddleware
+from langchain_contextkit.agent.plan import WindowAssembler
+from langchain_contextkit.errors import ConfigError, check_count
 from langchain_contextkit.quality.ablation import AblationCase
 from langchain_contextkit.quality.eval_result import CaseResult, EvalResult
 from langchain_contextkit.quality.gate import GateResult
-from langchain_contextkit.tokens import count_message_tokens
+from langchain_contextkit.retrieval._async import run_sync
+from langchain_contextkit.retrieval.builder.runnable import ContextBuilder
+from langchain_contextkit.tokens.count import count_message_tokens
 
 if TYPE_CHECKING:
     import os

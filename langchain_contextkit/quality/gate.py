@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from langchain_core.messages import BaseMessage
 
-from langchain_contextkit.agents.ledger import CallLedger
-from langchain_contextkit.agents.plan import WindowAssembly
-from langchain_contextkit.builder.report import ContextReport
+from langchain_contextkit.agent.ledger import CallLedger
+from langchain_contextkit.agent.plan import WindowAssembly
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.tokens import TokenCounter, count_message_tokens, count_tokens
+from langchain_contextkit.retrieval.builder.report import ContextReport
+from langchain_contextkit.tokens.count import TokenCounter, count_message_tokens, count_tokens
 
 if TYPE_CHECKING:
-    from langchain_contextkit.retrieval import FloatArray, RetrievalResult
+    from langchain_contextkit.retrieval.result import FloatArray, RetrievalResult
 
 __all__ = ["Fact", "Figure", "GateCheck", "GateResult", "QualityGate", "assert_context_quality"]
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_contextkit.compaction.summarizers import check_fidelity, render_transcript
-from langchain_contextkit.messages import (
+from langchain_contextkit.messages.lists import (
     find_message_problems,
     has_tool_calls,
     repair_messages,
@@ -32,7 +32,7 @@ from langchain_contextkit.reducers.base import (
     run_steps,
     summary_within,
 )
-from langchain_contextkit.tokens import (
+from langchain_contextkit.tokens.count import (
     TokenCounter,
     count_message_tokens,
     count_tokens,

@@ -13,8 +13,6 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from langchain_contextkit._async import run_sync as run_awaitable
-from langchain_contextkit._validate import check_count, from_known_fields
 from langchain_contextkit.compaction._chunked_summary import (
     SAFETY,
     fitted_requests,
@@ -28,14 +26,15 @@ from langchain_contextkit.compaction.summarizers import (
     Summarize,
     check_fidelity,
 )
-from langchain_contextkit.errors import ContextWindowExceeded
+from langchain_contextkit.errors import ContextWindowExceeded, check_count, from_known_fields
 from langchain_contextkit.prompts import Fidelity  # noqa: TC001 - config.py reads the hints at run time
-from langchain_contextkit.tokens import (
+from langchain_contextkit.retrieval._async import run_sync as run_awaitable
+from langchain_contextkit.tokens.count import (
     TokenCounter,
     count_tokens,
     truncate_to_tokens,
 )
-from langchain_contextkit.window_budget import model_limits
+from langchain_contextkit.tokens.limits import model_limits
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Mapping

@@ -24,7 +24,7 @@ from langchain_contextkit.reducers.base import (
     run_steps,
     summary_within,
 )
-from langchain_contextkit.tokens import (
+from langchain_contextkit.tokens.count import (
     TokenCounter,
     count_tokens,
 )

@@ -21,7 +21,7 @@ from langchain_contextkit.reducers.base import (
     run_steps,
 )
 from langchain_contextkit.reducers.trajectories import ReflectionTrajectory
-from langchain_contextkit.tokens import (
+from langchain_contextkit.tokens.count import (
     TokenCounter,
     count_tokens,
 )

@@ -24,7 +24,7 @@ from langchain_contextkit.errors import (
     InvalidMessagesError,
     ScriptExhaustedError,
 )
-from langchain_contextkit.messages import find_message_problems
+from langchain_contextkit.messages.lists import find_message_problems
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import CallbackManagerForLLMRun

@@ -2,7 +2,7 @@
 
 An agent records what it must not forget (a task's state, a conclusion, a blocker, the
 next action) and *updates* those notes as things change, so each stays the one
-authoritative record. [`NoteSource`][langchain_contextkit.sources.notes.NoteSource] feeds
+authoritative record. [`NoteSource`][langchain_contextkit.retrieval.sources.notes.NoteSource] feeds
 them back into the context; storage, validation and ranking live in
 `langchain_contextkit.notes`.
 """

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Self
 
-from langchain_contextkit.agents.providers import MAX_CACHE_BREAKPOINTS
+from langchain_contextkit.agent.providers import MAX_CACHE_BREAKPOINTS
 from provider_stubs._encodings import load_encoding
 from provider_stubs._http_stub import JsonRoute
 from provider_stubs._script import (

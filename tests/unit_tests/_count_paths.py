@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_contextkit import _token_count as counting
-from langchain_contextkit.tokens import count_each
+from langchain_contextkit.tokens import _token_count as counting
+from langchain_contextkit.tokens.count import count_each
 
 
 def assert_every_path_agrees(text: str, head: int) -> None:

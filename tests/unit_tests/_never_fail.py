@@ -46,10 +46,10 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_contextkit import ContextKitMiddleware, PromptRegistry
-from langchain_contextkit.agents.ledger import LEDGER_EVENT
-from langchain_contextkit.messages import find_message_problems
+from langchain_contextkit.agent.ledger import LEDGER_EVENT
+from langchain_contextkit.messages.lists import find_message_problems
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.tokens import count_message_tokens, count_tokens, count_tool_tokens
+from langchain_contextkit.tokens.count import count_message_tokens, count_tokens, count_tool_tokens
 
 SUMMARIES = ("extractive", "model")
 """Both front doors; extractive first, so the default's comparison finds it cached."""

@@ -34,7 +34,7 @@ from langgraph.store.postgres import PostgresStore
 
 import langchain_contextkit.notes.store as notes_base
 from langchain_contextkit import ContextKitMiddleware, NoteTool, StoreNoteStore
-from langchain_contextkit.agents.offload_stores import NoteOffloadStore
+from langchain_contextkit.agent.offload_stores import NoteOffloadStore
 from langchain_contextkit.notes import langgraph_store as graph_store
 
 

@@ -19,8 +19,8 @@ from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_openai import ChatOpenAI
 
 from langchain_contextkit import CallableSource, ContextKitMiddleware, RetrievalResult
-from langchain_contextkit.agents.middleware import InPlaceSummary
-from langchain_contextkit.agents.providers import (
+from langchain_contextkit.agent.middleware import InPlaceSummary
+from langchain_contextkit.agent.providers import (
     MAX_CACHE_BREAKPOINTS,
     caches_explicitly,
     count_cache_marks,

@@ -6,8 +6,14 @@ from hypothesis import given, settings, strategies as st
 from langchain_core.language_models import GenericFakeChatModel
 
 from langchain_contextkit import ConfigError
-from langchain_contextkit.budget import DEFAULT_SOURCE_RATIOS, ContextConfig, SourceDemand, allocate
-from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig, model_limits
+from langchain_contextkit.agent.window_budget import WindowBudget, WindowBudgetConfig
+from langchain_contextkit.retrieval.budget import (
+    DEFAULT_SOURCE_RATIOS,
+    ContextConfig,
+    SourceDemand,
+    allocate,
+)
+from langchain_contextkit.tokens.limits import model_limits
 
 # --- ContextConfig ----------------------------------------------------------------------
 

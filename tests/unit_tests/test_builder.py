@@ -13,12 +13,12 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
 from langchain_contextkit import ConfigError, RetrievalResult, count_tokens
-from langchain_contextkit.budget import ContextConfig
-from langchain_contextkit.builder.retriever import BudgetedRetriever
-from langchain_contextkit.builder.runnable import REPORT_EVENT, ContextBuilder
-from langchain_contextkit.sources.base import Scope
-from langchain_contextkit.sources.callable import CallableSource
-from langchain_contextkit.window_budget import WindowBudget, WindowBudgetConfig
+from langchain_contextkit.agent.window_budget import WindowBudget, WindowBudgetConfig
+from langchain_contextkit.retrieval.budget import ContextConfig
+from langchain_contextkit.retrieval.builder.retriever import BudgetedRetriever
+from langchain_contextkit.retrieval.builder.runnable import REPORT_EVENT, ContextBuilder
+from langchain_contextkit.retrieval.sources.base import Scope
+from langchain_contextkit.retrieval.sources.callable import CallableSource
 
 SEED_OUTPUT = """You are a finance assistant.
 
@@ -177,7 +177,7 @@ def test_failing_source_is_reported_and_the_rest_still_build(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     builder = seed_builder()
-    with caplog.at_level(logging.WARNING, logger="langchain_contextkit.builder.runnable"):
+    with caplog.at_level(logging.WARNING, logger="langchain_contextkit.retrieval.builder.runnable"):
         report = builder.build_report(
             "q", sources=[CallableSource("memory", _broken), CallableSource("rag", search_docs)]
         )

@@ -23,11 +23,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
 from langchain_contextkit import ContextKitMiddleware, context_node
-from langchain_contextkit.agents.middleware import LEDGER_KEY
-from langchain_contextkit.agents.nodes import ContextGraphState
-from langchain_contextkit.calibration import Calibration, model_key
+from langchain_contextkit.agent.calibration import Calibration, model_key
+from langchain_contextkit.agent.middleware import LEDGER_KEY
+from langchain_contextkit.agent.nodes import ContextGraphState
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.tokens import count_message_tokens, count_tokens
+from langchain_contextkit.tokens.count import count_message_tokens, count_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Callable

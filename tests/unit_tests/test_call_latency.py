@@ -10,7 +10,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_contextkit import ContextKitMiddleware
-from langchain_contextkit.agents.ledger import CallTimer, read_ledger_log
+from langchain_contextkit.agent.ledger import CallTimer, read_ledger_log
 from langchain_contextkit.testing import ScriptedChatModel
 
 if TYPE_CHECKING:

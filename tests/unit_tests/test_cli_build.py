@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from langchain_contextkit.cli import main
-from langchain_contextkit.tokens import count_tokens
+from langchain_contextkit.tokens.count import count_tokens
 
 EXPENSES = """\
 # Expense policy

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_contextkit import cli, tokens
+from langchain_contextkit import cli
 from langchain_contextkit.cli import build as _build, main
 from langchain_contextkit.cli.demo import run as _demo
 from langchain_contextkit.cli.demo.model import ChosenModel
-from langchain_contextkit.sources.chunking import DEFAULT_CHUNK_TOKENS
+from langchain_contextkit.retrieval.sources.chunking import DEFAULT_CHUNK_TOKENS
 from langchain_contextkit.testing import ScriptedChatModel
+from langchain_contextkit.tokens import count as tokens
 
 EXPENSES = """\
 # Expense policy

@@ -32,14 +32,14 @@ from langchain_contextkit.compaction.summarizers import (
     render_transcript,
 )
 from langchain_contextkit.errors import ContextWindowExceeded
-from langchain_contextkit.messages import (
+from langchain_contextkit.messages.lists import (
     find_message_problems,
     message_costs,
     split_system,
     unit_starts,
 )
 from langchain_contextkit.prompts import PromptRegistry
-from langchain_contextkit.tokens import count_message_tokens, count_tokens
+from langchain_contextkit.tokens.count import count_message_tokens, count_tokens
 
 HEADING = "[Recap]"
 MARKER = re.compile(r"MK\d{4}X")

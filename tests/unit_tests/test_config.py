@@ -6,12 +6,12 @@ import pytest
 import yaml
 from hypothesis import assume, given, settings, strategies as st
 
-from langchain_contextkit.budget import ContextConfig
+from langchain_contextkit.agent.window_budget import WindowBudgetConfig
 from langchain_contextkit.compaction.compactor import CompactionConfig
 from langchain_contextkit.config import ContextKitConfig
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.reducers.base import ReducerConfig
-from langchain_contextkit.window_budget import WindowBudgetConfig
+from langchain_contextkit.retrieval.budget import ContextConfig
 
 CUSTOM = ContextKitConfig(
     context=ContextConfig(

@@ -23,10 +23,10 @@ from langchain_contextkit import (
     count_tool_tokens,
     find_message_problems,
 )
-from langchain_contextkit.agents.ledger import CallLedger
-from langchain_contextkit.agents.middleware import LEDGER_KEY
-from langchain_contextkit.agents.nodes import ContextGraphState, context_node
-from langchain_contextkit.agents.plan import RETRIEVAL_ID, WindowAssembler
+from langchain_contextkit.agent.ledger import CallLedger
+from langchain_contextkit.agent.middleware import LEDGER_KEY
+from langchain_contextkit.agent.nodes import ContextGraphState, context_node
+from langchain_contextkit.agent.plan import RETRIEVAL_ID, WindowAssembler
 from langchain_contextkit.notes import StoreNoteStore
 from langchain_contextkit.testing import ScriptedChatModel
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_contextkit.agents.tool_results import ResultCutter
+from langchain_contextkit.agent.tool_results import ResultCutter
 
 _THRESHOLD, _SIZE = 200, 10
 

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_contextkit.agents.ledger import LEGEND
+from langchain_contextkit.agent.ledger import LEGEND
 from langchain_contextkit.cli import main
 from langchain_contextkit.cli.demo import run as _demo
 from langchain_contextkit.cli.demo.model import ChosenModel, choose_model
 from langchain_contextkit.cli.demo.project import copy_project
 from langchain_contextkit.cli.demo.script import FACTS, TURNS, scripted_reply
-from langchain_contextkit.sources.docs import DocsSource
+from langchain_contextkit.retrieval.sources.docs import DocsSource
 from langchain_contextkit.testing import ScriptedChatModel
 
 if TYPE_CHECKING:

@@ -19,11 +19,11 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from langchain_contextkit import FileNoteStore, StoreNoteStore
-from langchain_contextkit._fts import index_text, query_terms
 from langchain_contextkit.cli import main
-from langchain_contextkit.sources import folder as docs_module
-from langchain_contextkit.sources.docs import DocsSource
-from langchain_contextkit.sources.folder import LoadedFolder, load_folder
+from langchain_contextkit.notes._fts import index_text, query_terms
+from langchain_contextkit.retrieval.sources import folder as docs_module
+from langchain_contextkit.retrieval.sources.docs import DocsSource
+from langchain_contextkit.retrieval.sources.folder import LoadedFolder, load_folder
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -5,13 +5,13 @@ from pathlib import Path
 import pytest
 
 from langchain_contextkit import ContextBuilder, ContextConfig
-from langchain_contextkit._fts import connect, index_text, match_expression, query_terms
 from langchain_contextkit.errors import ConfigError, SearchUnavailableError
 from langchain_contextkit.notes import _search
-from langchain_contextkit.sources.chunking import DocChunk, split_document
-from langchain_contextkit.sources.docs import DocsIndex, DocsSource
-from langchain_contextkit.sources.folder import load_folder
-from langchain_contextkit.tokens import count_tokens
+from langchain_contextkit.notes._fts import connect, index_text, match_expression, query_terms
+from langchain_contextkit.retrieval.sources.chunking import DocChunk, split_document
+from langchain_contextkit.retrieval.sources.docs import DocsIndex, DocsSource
+from langchain_contextkit.retrieval.sources.folder import load_folder
+from langchain_contextkit.tokens.count import count_tokens
 
 ENGLISH = " ".join(
     f"Sentence number {i} explains one rule of the travel policy in plain words." for i in range(60)

@@ -51,8 +51,8 @@ from langchain_contextkit import (
     TerminalTool,
     tiktoken_counter,
 )
-from langchain_contextkit.agents.ledger import CallLedger
-from langchain_contextkit.agents.middleware import LEDGER_KEY
+from langchain_contextkit.agent.ledger import CallLedger
+from langchain_contextkit.agent.middleware import LEDGER_KEY
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -21,7 +21,8 @@ from langchain_contextkit import (
     aevaluate,
     evaluate,
 )
-from langchain_contextkit.agents.plan import WindowAssembler
+from langchain_contextkit.agent.plan import WindowAssembler
+from langchain_contextkit.agent.window_budget import WindowBudgetConfig
 from langchain_contextkit.cli.demo.evaluation import (
     DONT_KNOW,
     fact_cases,
@@ -32,8 +33,7 @@ from langchain_contextkit.cli.demo.evaluation import (
 from langchain_contextkit.cli.demo.project import copy_project
 from langchain_contextkit.errors import ConfigError
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.tokens import count_message_tokens
-from langchain_contextkit.window_budget import WindowBudgetConfig
+from langchain_contextkit.tokens.count import count_message_tokens
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -16,7 +16,7 @@ from langchain_contextkit import (
     ReducerConfig,
     count_tokens,
 )
-from langchain_contextkit.agents.nodes import reducer_node
+from langchain_contextkit.agent.nodes import reducer_node
 from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer, structured_recap
 from langchain_contextkit.prompts import DEFAULT_FIDELITY_INSTRUCTIONS, FIDELITIES
 from langchain_contextkit.reducers.plan import reduce_plan

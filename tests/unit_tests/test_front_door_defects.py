@@ -40,10 +40,10 @@ from langchain_contextkit import (
     reduce_plan_sync,
     reducer_node,
 )
-from langchain_contextkit.agents.nodes import ContextGraphState
-from langchain_contextkit.builder.retriever import BudgetedRetriever
+from langchain_contextkit.agent.nodes import ContextGraphState
 from langchain_contextkit.notes.file_store import INDEX_FILE, JOURNAL_FILE
-from langchain_contextkit.sources.notes import NoteSource
+from langchain_contextkit.retrieval.builder.retriever import BudgetedRetriever
+from langchain_contextkit.retrieval.sources.notes import NoteSource
 from langchain_contextkit.testing import ScriptedChatModel, ScriptedLLM
 from langchain_contextkit.tools import NoteTool, TerminalTool
 

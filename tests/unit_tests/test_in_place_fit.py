@@ -8,9 +8,9 @@ from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_contextkit import ContextKitMiddleware
-from langchain_contextkit.calibration import CALIBRATION_KEY, Calibration
+from langchain_contextkit.agent.calibration import CALIBRATION_KEY, Calibration
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.tokens import count_message_tokens
+from langchain_contextkit.tokens.count import count_message_tokens
 
 WINDOW = 4000
 INSTRUCTION = "Pause the task. Write a summary of the conversation above."

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langchain_contextkit.agents.layout import lay_out
-from langchain_contextkit.agents.plan import RETRIEVAL_ID
-from langchain_contextkit.agents.providers import layout_ends, stable_prefix_ends
+from langchain_contextkit.agent.layout import lay_out
+from langchain_contextkit.agent.plan import RETRIEVAL_ID
+from langchain_contextkit.agent.providers import layout_ends, stable_prefix_ends
 from langchain_contextkit.compaction import HistoryCompactor
 
 _RECAP = HistoryCompactor(keep_recent=2, trigger_tokens=50).compact(
@@ -64,7 +64,7 @@ def test_spans_cover_the_request_in_order_and_agree_with_the_scan(
 
 def test_a_retrieval_block_sent_back_is_dropped_and_rebuilt_next_to_the_question() -> None:
     from langchain_contextkit import CallableSource, RetrievalResult
-    from langchain_contextkit.agents import WindowAssembler
+    from langchain_contextkit.agent import WindowAssembler
 
     def faq(query: str) -> list[RetrievalResult]:
         return [RetrievalResult(f"Answer for {query}.", 0.9, "rag")]

@@ -22,7 +22,7 @@ from langchain_contextkit import (
     LedgerCallbackHandler,
     LedgerWriter,
 )
-from langchain_contextkit.agents.ledger import LEDGER_EVENT, ledger_record, read_ledger_log
+from langchain_contextkit.agent.ledger import LEDGER_EVENT, ledger_record, read_ledger_log
 from langchain_contextkit.errors import LedgerLogError
 from langchain_contextkit.testing import ScriptedChatModel
 
@@ -118,7 +118,7 @@ def test_a_failed_write_is_logged_not_raised(
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     writer = LedgerWriter(blocker / "calls.jsonl")  # its parent is a file: cannot be made
-    with caplog.at_level(logging.WARNING, "langchain_contextkit.agents.ledger"):
+    with caplog.at_level(logging.WARNING, "langchain_contextkit.agent.ledger"):
         assert writer.write(LEDGER) is False
     assert "could not write the call's ledger" in caplog.text
 
@@ -279,7 +279,7 @@ def test_reported_usage_and_cache_reads_reach_the_line(tmp_path: Path) -> None:
 def test_a_ledger_dict_is_asdict_with_its_gate_copied() -> None:
     import dataclasses
 
-    from langchain_contextkit.agents.ledger import CallLedger
+    from langchain_contextkit.agent.ledger import CallLedger
 
     base = {
         "call": 3, "window": 8_000, "output_reserve": 1_000, "system": 40, "tools": 300,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from langchain_contextkit import count_each, count_tokens
-from langchain_contextkit._message_cache import LONG_TEXT
+from langchain_contextkit.tokens._message_cache import LONG_TEXT
 
 
 class _Counting:

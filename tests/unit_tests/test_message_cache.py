@@ -19,11 +19,11 @@ from langchain_contextkit import (
     count_tokens,
     tiktoken_counter,
 )
-from langchain_contextkit._message_cache import MessageCache
+from langchain_contextkit.tokens._message_cache import MessageCache
 
 if TYPE_CHECKING:
     import pytest
-from langchain_contextkit.messages import message_costs
+from langchain_contextkit.messages.lists import message_costs
 
 
 class CountingCounter:

@@ -17,7 +17,7 @@ from langchain_core.messages import (
 )
 
 from langchain_contextkit.errors import ContextKitError, ContextWindowExceeded, InvalidMessagesError
-from langchain_contextkit.messages import (
+from langchain_contextkit.messages.lists import (
     MessageProblem,
     check_messages,
     find_message_problems,
@@ -29,7 +29,7 @@ from langchain_contextkit.messages import (
     trim_to_budget,
     unit_starts,
 )
-from langchain_contextkit.tokens import count_message_tokens, count_tokens
+from langchain_contextkit.tokens.count import count_message_tokens, count_tokens
 
 # --- builders ------------------------------------------------------------------------------
 

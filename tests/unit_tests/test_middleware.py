@@ -19,7 +19,7 @@ from langchain_contextkit import (
     count_tool_tokens,
     find_message_problems,
 )
-from langchain_contextkit.agents.middleware import SUMMARY_KEY
+from langchain_contextkit.agent.middleware import SUMMARY_KEY
 from langchain_contextkit.testing import ScriptedChatModel
 
 SYSTEM_PROMPT = "You are a warehouse assistant. Use the tools to look things up."

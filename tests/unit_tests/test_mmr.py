@@ -1,4 +1,4 @@
-"""Tests for `langchain_contextkit.mmr`."""
+"""Tests for `langchain_contextkit.retrieval.mmr`."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from hypothesis import given, settings, strategies as st
 from langchain_core.documents import Document
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from langchain_contextkit import mmr
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.mmr import MMRRanking, mmr_select
-from langchain_contextkit.retrieval import RetrievalResult
+from langchain_contextkit.retrieval import mmr
+from langchain_contextkit.retrieval.mmr import MMRRanking, mmr_select
+from langchain_contextkit.retrieval.result import RetrievalResult
 
 NO_DEDUP = 1.01
 

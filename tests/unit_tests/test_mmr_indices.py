@@ -1,4 +1,4 @@
-"""Adversarial tests for `langchain_contextkit.mmr.mmr_indices`.
+"""Adversarial tests for `langchain_contextkit.retrieval.mmr.mmr_indices`.
 
 `mmr_indices` is the array form of `mmr_select`: the same MMR picks as row indices, on a
 caller's score vector and embedding matrix, which it must never modify. These tests check
@@ -24,8 +24,8 @@ from hypothesis import given, settings, strategies as st
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.mmr import mmr_indices, mmr_select
-from langchain_contextkit.retrieval import RetrievalResult
+from langchain_contextkit.retrieval.mmr import mmr_indices, mmr_select
+from langchain_contextkit.retrieval.result import RetrievalResult
 
 NO_DEDUP = 1.01
 LAMBDAS = [0.0, 0.3, 0.7, 1.0]

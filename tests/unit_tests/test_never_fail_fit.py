@@ -37,7 +37,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.store.memory import InMemoryStore
 
 from langchain_contextkit import ContextWindowExceeded
-from langchain_contextkit.tokens import count_tokens
+from langchain_contextkit.tokens.count import count_tokens
 
 pytestmark = pytest.mark.parametrize("summaries", SUMMARIES)
 

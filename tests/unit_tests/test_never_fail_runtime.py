@@ -36,7 +36,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel
 
-from langchain_contextkit.messages import find_message_problems
+from langchain_contextkit.messages.lists import find_message_problems
 
 pytestmark = pytest.mark.parametrize("summaries", SUMMARIES)
 

@@ -9,7 +9,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langchain_contextkit import FileNoteStore, NoteSource, NoteTool, StoreNoteStore
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.retrieval import RetrievalResult
+from langchain_contextkit.retrieval.result import RetrievalResult
 from langchain_contextkit.tools import NoteToolInput
 
 

@@ -35,8 +35,8 @@ from langchain_contextkit import (
     context_node,
     find_message_problems,
 )
-from langchain_contextkit.agents.middleware import LEDGER_KEY
-from langchain_contextkit.agents.offload_stores import offload_key
+from langchain_contextkit.agent.middleware import LEDGER_KEY
+from langchain_contextkit.agent.offload_stores import offload_key
 from langchain_contextkit.testing import ScriptedChatModel
 
 if TYPE_CHECKING:

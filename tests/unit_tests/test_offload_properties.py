@@ -21,7 +21,7 @@ from langchain_contextkit import (
     WorkspaceOffloadStore,
     count_tokens,
 )
-from langchain_contextkit.agents.offload_stores import offload_key
+from langchain_contextkit.agent.offload_stores import offload_key
 
 ROOM = 1_000  # the trajectory budget; with the config below the threshold is 60 tokens
 

@@ -19,10 +19,10 @@ from langchain_contextkit import (
     RetrievalResult,
     RetrieverSource,
 )
-from langchain_contextkit.agents.plan import RETRIEVAL_ID
-from langchain_contextkit.sources.base import Scope
+from langchain_contextkit.agent.plan import RETRIEVAL_ID
+from langchain_contextkit.retrieval.sources.base import Scope
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.tokens import count_tokens
+from langchain_contextkit.tokens.count import count_tokens
 
 if TYPE_CHECKING:
     from uuid import UUID

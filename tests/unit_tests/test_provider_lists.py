@@ -29,11 +29,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from provider_stubs.openai_stub import OpenAIStub, Reply
 
 from langchain_contextkit import ContextKitMiddleware, find_message_problems, repair_messages
-from langchain_contextkit.agents.ledger import ledger_record
-from langchain_contextkit.agents.middleware import LEDGER_KEY
-from langchain_contextkit.agents.plan import WindowAssembler
+from langchain_contextkit.agent.ledger import ledger_record
+from langchain_contextkit.agent.middleware import LEDGER_KEY
+from langchain_contextkit.agent.plan import WindowAssembler
 from langchain_contextkit.compaction.compactor import _new_problems
-from langchain_contextkit.messages import SystemPlacement, system_placement_for, unit_starts
+from langchain_contextkit.messages.lists import SystemPlacement, system_placement_for, unit_starts
 from langchain_contextkit.reducers.agent import _without_new_problems
 from langchain_contextkit.testing import ScriptedChatModel
 
@@ -179,7 +179,7 @@ def test_a_broken_history_is_repaired_in_the_request_and_logged(
         HumanMessage("and c2?"),  # c2 never answered
     ]
     snapshot = list(broken)
-    with caplog.at_level(logging.WARNING, logger="langchain_contextkit.messages"):
+    with caplog.at_level(logging.WARNING, logger="langchain_contextkit.messages.lists"):
         fixed, repairs = repair_messages(broken)
     assert broken == snapshot
     assert all(map(lambda a, b: a is b, broken, snapshot))

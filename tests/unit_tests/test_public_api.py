@@ -160,7 +160,7 @@ def test_public_api_is_pinned() -> None:
 
 def test_every_module_imports_and_declares_all() -> None:
     modules = _modules()
-    assert "langchain_contextkit.tokens" in modules
+    assert "langchain_contextkit.tokens.count" in modules
     for name in modules:
         module = importlib.import_module(name)
         if name.rsplit(".", 1)[-1].startswith("_"):
@@ -210,14 +210,14 @@ def _layers() -> list[str]:
 
 def test_the_layers_are_the_folders_design_md_names() -> None:
     short = {name.rsplit(".", 1)[-1] for name in _layers()}
-    assert {"agents", "builder", "compaction", "reducers", "sources", "notes"} <= short
+    assert {"agent", "compaction", "messages", "notes", "reducers", "retrieval", "tokens"} <= short
 
 
 def test_dir_is_all_and_nothing_else() -> None:
     # Load some layers first: a loaded subpackage becomes a module attribute, and the
     # imports `__init__.py` needs (`Any`, `TYPE_CHECKING`, `annotations`) are globals too.
     importlib.import_module("langchain_contextkit.compaction")
-    importlib.import_module("langchain_contextkit.agents")
+    importlib.import_module("langchain_contextkit.agent")
     _ = langchain_contextkit.HistoryCompactor
     shown = dir(langchain_contextkit)
     assert shown == sorted(langchain_contextkit.__all__)
@@ -239,11 +239,11 @@ def test_each_layer_exports_its_public_names() -> None:
 
 
 def test_a_layer_name_imports_from_its_folder() -> None:
-    from langchain_contextkit.agents import ContextGraphState, ContextKitMiddleware
-    from langchain_contextkit.builder import ContextBuilder
+    from langchain_contextkit.agent import ContextGraphState, ContextKitMiddleware
     from langchain_contextkit.compaction import HistoryCompactor
     from langchain_contextkit.reducers import reduce_agent
-    from langchain_contextkit.sources import CallableSource
+    from langchain_contextkit.retrieval.builder import ContextBuilder
+    from langchain_contextkit.retrieval.sources import CallableSource
 
     assert HistoryCompactor is langchain_contextkit.HistoryCompactor
     assert ContextKitMiddleware is langchain_contextkit.ContextKitMiddleware

@@ -30,8 +30,8 @@ from langchain_contextkit import (
     context_node,
     count_message_tokens,
 )
-from langchain_contextkit.agents.middleware import LEDGER_KEY
-from langchain_contextkit.agents.nodes import ContextGraphState
+from langchain_contextkit.agent.middleware import LEDGER_KEY
+from langchain_contextkit.agent.nodes import ContextGraphState
 from langchain_contextkit.quality.gate import redundancy, shingles
 from langchain_contextkit.testing import ScriptedChatModel
 

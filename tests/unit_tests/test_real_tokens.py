@@ -36,11 +36,11 @@ from langchain_contextkit import (
     count_tokens,
     tiktoken_counter,
 )
-from langchain_contextkit.agents._overflow import overflow_of
-from langchain_contextkit.agents.middleware import LEDGER_KEY
-from langchain_contextkit.calibration import CALIBRATION_KEY, Calibration, learn_from_history
+from langchain_contextkit.agent._overflow import overflow_of
+from langchain_contextkit.agent.calibration import CALIBRATION_KEY, Calibration, learn_from_history
+from langchain_contextkit.agent.middleware import LEDGER_KEY
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.tokens import TiktokenCounter
+from langchain_contextkit.tokens.count import TiktokenCounter
 
 WINDOW = 4_000
 MAX_OUTPUT = 256
@@ -327,7 +327,7 @@ def test_a_refused_call_is_reassembled_smaller_and_sent_once_more() -> None:
 def test_a_calibrated_ledger_divides_the_window_and_speaks_provider_tokens() -> None:
     from langchain_core.messages import SystemMessage
 
-    from langchain_contextkit.agents.plan import WindowAssembler
+    from langchain_contextkit.agent.plan import WindowAssembler
 
     history: list[Any] = []
     for n in range(60):

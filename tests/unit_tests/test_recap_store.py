@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.store.memory import InMemoryStore
 
 from langchain_contextkit import ContextKitMiddleware, HistoryCompactor
-from langchain_contextkit.agents.middleware import LEDGER_KEY
+from langchain_contextkit.agent.middleware import LEDGER_KEY
 from langchain_contextkit.compaction.recap_store import (
     RECAP_NAMESPACE,
     RecapStore,

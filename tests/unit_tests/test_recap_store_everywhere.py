@@ -20,7 +20,7 @@ from langgraph.store.memory import InMemoryStore
 from test_recap_store import USER, agent_worker as kit_agent, summariser, thread
 
 from langchain_contextkit import CompactionMiddleware, HistoryCompactor
-from langchain_contextkit.agents.nodes import (
+from langchain_contextkit.agent.nodes import (
     CompactionGraphState,
     ContextGraphState,
     compaction_node,

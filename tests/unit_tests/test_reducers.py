@@ -24,7 +24,7 @@ from langchain_contextkit import (
     count_tokens,
     find_message_problems,
 )
-from langchain_contextkit.agents.nodes import reducer_node
+from langchain_contextkit.agent.nodes import reducer_node
 from langchain_contextkit.compaction.summarizers import summarizer_from_llm
 from langchain_contextkit.reducers import REDUCERS
 from langchain_contextkit.reducers.agent import reduce_agent

@@ -29,7 +29,7 @@ import langchain_contextkit.compaction.facts as facts_module
 from langchain_contextkit.compaction.facts import conclusion_sentences, fact_tokens, normalised
 from langchain_contextkit.compaction.summarizers import ExtractiveSummarizer, summarizer_from_llm
 from langchain_contextkit.errors import ContextWindowExceeded
-from langchain_contextkit.messages import find_message_problems, split_system, unit_starts
+from langchain_contextkit.messages.lists import find_message_problems, split_system, unit_starts
 from langchain_contextkit.reducers.agent import reduce_agent
 from langchain_contextkit.reducers.plan import reduce_plan
 from langchain_contextkit.reducers.reflection import reduce_reflection
@@ -39,7 +39,7 @@ from langchain_contextkit.reducers.trajectories import (
     ReflectionRound,
     ReflectionTrajectory,
 )
-from langchain_contextkit.tokens import count_message_tokens, count_tokens
+from langchain_contextkit.tokens.count import count_message_tokens, count_tokens
 
 # --- text with planted facts ---------------------------------------------------------------
 

@@ -9,10 +9,10 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_contextkit import CallableSource, RetrievalResult, compare_ledgers, evaluate
-from langchain_contextkit.agents.plan import WindowAssembler
+from langchain_contextkit.agent.plan import WindowAssembler
+from langchain_contextkit.agent.window_budget import WindowBudgetConfig
 from langchain_contextkit.cli import main
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.window_budget import WindowBudgetConfig
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_contextkit import messages as messages_module
+from langchain_contextkit.messages import lists as messages_module
 
 ids = st.sampled_from(["c1", "c2", "c3"])
 message = st.one_of(
@@ -32,8 +32,8 @@ def test_a_resumed_scan_equals_one_scan(messages: list[BaseMessage], split: int)
 
 def test_the_rules_can_state_geminis_turn_before_a_call() -> None:
     """A function call must follow a user turn or a function response (Gemini's rule)."""
-    from langchain_contextkit._message_rules import scan
-    from langchain_contextkit.messages import ListRules
+    from langchain_contextkit.messages._message_rules import scan
+    from langchain_contextkit.messages.lists import ListRules
 
     gemini = ListRules(human_first=True, call_after=(HumanMessage, ToolMessage))
     call = [{"name": "f", "args": {}, "id": "c1"}]

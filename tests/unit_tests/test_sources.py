@@ -1,4 +1,4 @@
-"""Tests for `langchain_contextkit.sources.base`."""
+"""Tests for `langchain_contextkit.retrieval.sources.base`."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from pydantic import Field
 
 from langchain_contextkit.errors import ConfigError
-from langchain_contextkit.retrieval import RetrievalResult
-from langchain_contextkit.sources import base as sources
-from langchain_contextkit.sources.base import ContextSource, Scope
-from langchain_contextkit.sources.callable import CallableSource
-from langchain_contextkit.sources.retriever import RetrieverSource
+from langchain_contextkit.retrieval.result import RetrievalResult
+from langchain_contextkit.retrieval.sources import base as sources
+from langchain_contextkit.retrieval.sources.base import ContextSource, Scope
+from langchain_contextkit.retrieval.sources.callable import CallableSource
+from langchain_contextkit.retrieval.sources.retriever import RetrieverSource
 
 TEXTS = [
     "Meals are capped at 80 per day, no receipt needed.",

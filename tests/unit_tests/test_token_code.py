@@ -4,14 +4,10 @@ import pytest
 from _count_paths import assert_every_path_agrees
 from hypothesis import given, settings, strategies as st
 
-from langchain_contextkit import (
-    _token_count as counting,
-    count_each,
-    count_tokens,
-    tiktoken_counter,
-)
-from langchain_contextkit._token_estimate import Tables
-from langchain_contextkit._token_regimes import CHUNK
+from langchain_contextkit import count_each, count_tokens, tiktoken_counter
+from langchain_contextkit.tokens import _token_count as counting
+from langchain_contextkit.tokens._token_estimate import Tables
+from langchain_contextkit.tokens._token_regimes import CHUNK
 
 _C = (
     "static int parse_header(struct reader *rd, const char *buf, size_t len)\n{\n"

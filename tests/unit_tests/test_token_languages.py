@@ -9,13 +9,9 @@ import pytest
 from _count_paths import assert_every_path_agrees
 from hypothesis import given, settings, strategies as st
 
-from langchain_contextkit import (
-    _token_count as counting,
-    count_each,
-    count_tokens,
-    tiktoken_counter,
-)
-from langchain_contextkit._token_estimate import TABLES, Tables
+from langchain_contextkit import count_each, count_tokens, tiktoken_counter
+from langchain_contextkit.tokens import _token_count as counting
+from langchain_contextkit.tokens._token_estimate import TABLES, Tables
 
 # Letters of every class the model splits: cheap and rare accents, Cyrillic with its
 # Ukrainian and Serbian letters, Greek, CJK of each tier, and the evidence-heavy z, k, j.

@@ -4,12 +4,9 @@ import pytest
 from _count_paths import assert_every_path_agrees
 from hypothesis import given, settings, strategies as st
 
-from langchain_contextkit import (
-    _token_count as counting,
-    count_tokens,
-    tiktoken_counter,
-)
-from langchain_contextkit._token_groups import GROUPS, group_of
+from langchain_contextkit import count_tokens, tiktoken_counter
+from langchain_contextkit.tokens import _token_count as counting
+from langchain_contextkit.tokens._token_groups import GROUPS, group_of
 
 _ALPHABET = st.sampled_from(
     [
@@ -119,7 +116,7 @@ def test_cyrillic_letters_outside_russian_are_not_counted_far_low(text: str, flo
 
 def test_group_tiers_follow_the_library_groups() -> None:
     # The groups are defined once (_token_groups); the shipped table was derived from them.
-    from langchain_contextkit import _token_estimate as model, _token_groups as groups
+    from langchain_contextkit.tokens import _token_estimate as model, _token_groups as groups
 
     shipped = model.unpack_group_tiers() // model.TIERS
     for cp in range(0x500, 0x30000, 97):
@@ -140,7 +137,7 @@ def test_sinhala_is_priced_as_its_own_group_not_as_the_other_indic_scripts() -> 
 def test_cyrillic_capitals_are_priced_as_the_cuts_they_cause() -> None:
     # cl100k holds few tokens that start with a Cyrillic capital: an upper-case word is cut
     # at nearly every letter (ПАРАМЕТРЫ), where the same word in lower case is two tokens.
-    from langchain_contextkit import _token_estimate as model
+    from langchain_contextkit.tokens import _token_estimate as model
 
     exact = tiktoken_counter("cl100k_base")
     upper = "ПАРАМЕТРЫ КОМАНДЫ И ОПИСАНИЕ ФАЙЛОВ\n" * 10

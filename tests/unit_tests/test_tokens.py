@@ -12,14 +12,13 @@ from langchain_contextkit import (
     ConfigError,
     TiktokenCounter,
     TokenizerUnavailableError,
-    _token_count as counting,
     count_each,
     count_message_tokens,
     count_tokens,
     count_tool_tokens,
     tiktoken_counter,
-    tokens as tokens_module,
 )
+from langchain_contextkit.tokens import _token_count as counting, count as tokens_module
 
 # Text that mixes every class the model knows, for the property tests.
 _ALPHABET = st.sampled_from(

@@ -19,14 +19,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from langchain_contextkit import ContextKitMiddleware, ContextWindowExceeded
-from langchain_contextkit.agents.middleware import OFFLOAD_NAMESPACE
-from langchain_contextkit.agents.offload_stores import NoteOffloadStore
-from langchain_contextkit.agents.plan import OUTPUT_RESERVE_FLOOR, WindowAssembler
-from langchain_contextkit.agents.tool_results import ResultCutter
-from langchain_contextkit.messages import find_message_problems
+from langchain_contextkit.agent.middleware import OFFLOAD_NAMESPACE
+from langchain_contextkit.agent.offload_stores import NoteOffloadStore
+from langchain_contextkit.agent.plan import OUTPUT_RESERVE_FLOOR, WindowAssembler
+from langchain_contextkit.agent.tool_results import ResultCutter
+from langchain_contextkit.messages.lists import find_message_problems
 from langchain_contextkit.notes import StoreNoteStore
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.tokens import count_message_tokens, count_tokens, tiktoken_counter
+from langchain_contextkit.tokens.count import count_message_tokens, count_tokens, tiktoken_counter
 
 SUMMARIES = ["model", "extractive"]
 

@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from provider_stubs.anthropic_stub import AnthropicStub, Reply, ToolCall
 
 from langchain_contextkit import CallableSource, ContextKitMiddleware, RetrievalResult
-from langchain_contextkit.agents.providers import (
+from langchain_contextkit.agent.providers import (
     MAX_CACHE_BREAKPOINTS,
     count_cache_marks,
     mark_stable_prefix,

@@ -24,7 +24,7 @@ from langchain_contextkit import (
     reduce_agent_sync,
     reducer_node,
 )
-from langchain_contextkit.agents import state
+from langchain_contextkit.agent import state
 from langchain_contextkit.reducers.base import ReducerConfig
 
 LAYERS: dict[str, Any] = {

@@ -35,8 +35,8 @@ from langchain_contextkit import (
     count_message_tokens,
     find_message_problems,
 )
-from langchain_contextkit.agents.middleware import LEDGER_KEY, SUMMARY_KEY
-from langchain_contextkit.agents.plan import RETRIEVAL_ID, WindowAssembler
+from langchain_contextkit.agent.middleware import LEDGER_KEY, SUMMARY_KEY
+from langchain_contextkit.agent.plan import RETRIEVAL_ID, WindowAssembler
 from langchain_contextkit.compaction.compactor import DEFAULT_TRIGGER_TOKENS, RECAP_ID_PREFIX
 from langchain_contextkit.testing import ScriptedChatModel
 
@@ -399,7 +399,7 @@ def _long_history(turns: int) -> list[BaseMessage]:
 
 @pytest.mark.parametrize("window", [128_000, 3_000])
 def test_the_nodes_size_a_default_compactor_by_the_models_window(window: int) -> None:
-    from langchain_contextkit.agents.nodes import compaction_node, context_node
+    from langchain_contextkit.agent.nodes import compaction_node, context_node
 
     model = ScriptedChatModel(responses=[], profile={"max_input_tokens": window})
     history = _long_history(60)  # ~7k tokens

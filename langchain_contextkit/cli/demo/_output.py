@@ -44,7 +44,7 @@ class LedgerReport:
 
     @classmethod
     def of(cls, session: DemoSession, plot: str | None) -> LedgerReport:
-        from langchain_contextkit.agents.ledger import read_ledger_log  # noqa: PLC0415
+        from langchain_contextkit.agent.ledger import read_ledger_log  # noqa: PLC0415
         from langchain_contextkit.dashboard import plot_ledger, summarize_ledgers  # noqa: PLC0415
 
         path = session.settings.ledger_path

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_contextkit.agents.middleware import ContextKitMiddleware
+from langchain_contextkit.agent.middleware import ContextKitMiddleware
+from langchain_contextkit.agent.window_budget import WindowBudgetConfig
 from langchain_contextkit.cli.demo.script import FACTS, SYSTEM_PROMPT, TURNS
 from langchain_contextkit.compaction.compactor import HistoryCompactor
 from langchain_contextkit.quality import EvalCase, evaluate
-from langchain_contextkit.sources.docs import DocsSource
+from langchain_contextkit.retrieval.sources.docs import DocsSource
 from langchain_contextkit.testing import ScriptedChatModel
-from langchain_contextkit.window_budget import WindowBudgetConfig
 
 if TYPE_CHECKING:
     from pathlib import Path

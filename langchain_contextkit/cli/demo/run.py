@@ -352,7 +352,7 @@ class _Run:
             self._print(line)
 
     def _legend(self) -> list[str]:
-        from langchain_contextkit.agents.ledger import LEGEND  # noqa: PLC0415 - loaded with the session
+        from langchain_contextkit.agent.ledger import LEGEND  # noqa: PLC0415 - loaded with the session
 
         return [
             "  " + "  ".join(self._glyph(item) for item in LEGEND.split("  ")),

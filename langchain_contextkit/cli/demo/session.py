@@ -16,19 +16,19 @@ from langchain.agents.middleware.types import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_contextkit.agents.ledger import CallLedger
-from langchain_contextkit.agents.middleware import LEDGER_KEY, ContextKitMiddleware
-from langchain_contextkit.agents.plan import RETRIEVAL_ID
+from langchain_contextkit.agent.ledger import CallLedger
+from langchain_contextkit.agent.middleware import LEDGER_KEY, ContextKitMiddleware
+from langchain_contextkit.agent.plan import RETRIEVAL_ID
+from langchain_contextkit.agent.window_budget import WindowBudgetConfig
 from langchain_contextkit.cli.demo.project import copy_project
 from langchain_contextkit.cli.demo.script import FACTS, SYSTEM_PROMPT, TURNS, scripted_reply
 from langchain_contextkit.compaction.compactor import RECAP_ID_PREFIX, HistoryCompactor
 from langchain_contextkit.notes import FileNoteStore
 from langchain_contextkit.prompts import PromptRegistry
 from langchain_contextkit.quality import GateResult, QualityGate
-from langchain_contextkit.sources.docs import DocsSource
+from langchain_contextkit.retrieval.sources.docs import DocsSource
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.tools import NoteTool, TerminalTool
-from langchain_contextkit.window_budget import WindowBudgetConfig
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator, Sequence
