@@ -106,6 +106,9 @@ _RECAP_MESSAGE = 16
 UNKNOWN_WINDOW = 2**62
 """The window of a ledger whose model states none (`budget_for(required=False)`)."""
 
+_REFITS = 3
+"""Times the turn is fitted again, smaller, when the compacted history needs more room."""
+
 _STORES_KEPT = 8
 """Stores (and their offloaders and cutters) an assembler remembers across calls."""
 
@@ -482,22 +485,25 @@ class WindowAssembler:
 
         # 2. Fit the turn.
         fitted = self._fit_as_is(history, summary, turn, real, calibration, shrink, report)
-        lent = fitted is None
         if fitted is None:
             fitted = yield from self._fit(
                 history, summary, turn, real, calibration, shrink, report, cutter
             )
 
-        # 3. Compact the history beside it.
-        try:
-            compaction = yield self._compact(fitted, history, inputs)
-        except ContextWindowExceeded:
-            if not lent:
-                raise
-            # The history needed more than the turn left it: give it its full recap share.
-            fitted = yield from self._fit(
-                history, summary, turn, real, calibration, shrink, report, cutter, lend=False
-            )
+        # 3. Compact the history beside it. The compactor cuts only on the grid (a
+        # restarted caller must cut the same), so when what the grid leaves does not fit
+        # beside the turn, the turn gives way by the excess the compactor reports.
+        extra = 0
+        for _ in range(_REFITS):
+            try:
+                compaction = yield self._compact(fitted, history, inputs)
+                break
+            except ContextWindowExceeded as error:
+                extra += max(1, error.required - error.budget)
+                fitted = yield from self._fit(
+                    history, summary, turn, real, calibration, shrink, report, cutter, extra=extra
+                )
+        else:
             compaction = yield self._compact(fitted, history, inputs)
 
         # 4. Lay out and account.
@@ -615,9 +621,13 @@ class WindowAssembler:
         report: ContextReport | None,
         cutter: ResultCutter,
         *,
-        lend: bool = True,
+        extra: int = 0,
     ) -> Generator[Step, Any, _Fit]:
-        """Fit a turn that outgrew its share: what gives way, in order (see `plan`)."""
+        """Fit a turn that outgrew its share: what gives way, in order (see `plan`).
+
+        `extra`: tokens the history needs beyond its recap share (the compactor said so);
+        the recap's share is then held in full, not lent.
+        """
         stages = [(start, report)]
         if report is not None:
             stages.append((start, None))
@@ -629,7 +639,7 @@ class WindowAssembler:
             budget = real.calibrated(calibration, shrink)
             block = block_message(stage_report)
             room = self._turn_room(budget, block)
-            need = self._history_need(history, summary, room, lend=lend)
+            need = self._history_need(history, summary, room, lend=not extra) + extra
             fitted = yield from self._fit_within(turn, room - need, cutter)
             if fitted is not None:
                 view, reduced, cut_turn = fitted
