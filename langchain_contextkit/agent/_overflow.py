@@ -28,8 +28,8 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_contextkit.errors import ContextWindowExceeded
 
 if TYPE_CHECKING:
-    from langchain_contextkit.agent.calibration import Calibration
     from langchain_contextkit.agent.ledger import CallLedger
+    from langchain_contextkit.agent.window_budget import Calibration
 
 __all__ = ["Overflow", "overflow_of", "refused_twice", "retry_shrink"]
 

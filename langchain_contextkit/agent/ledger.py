@@ -31,15 +31,15 @@ from langchain_core.callbacks import (
     dispatch_custom_event,
 )
 
-from langchain_contextkit.agent.calibration import growth_rate
 from langchain_contextkit.agent.state import run_callbacks
+from langchain_contextkit.agent.window_budget import growth_rate
 from langchain_contextkit.errors import ConfigError, LedgerLogError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from uuid import UUID
 
-    from langchain_contextkit.agent.calibration import Calibration, Usage
+    from langchain_contextkit.agent.window_budget import Calibration, Usage
 
 __all__ = [
     "LEDGER_EVENT",

@@ -26,11 +26,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.types import Command
 
 from langchain_contextkit.agent._overflow import refused_twice, retry_shrink
-from langchain_contextkit.agent.calibration import (
-    CALIBRATION_KEY,
-    Calibration,
-    reported_usage,
-)
 from langchain_contextkit.agent.ledger import (
     CallLedger,
     CallTimer,
@@ -68,7 +63,12 @@ from langchain_contextkit.agent.state import (
     runs_in_thread,
     thread_id,
 )
-from langchain_contextkit.agent.window_budget import WindowBudget
+from langchain_contextkit.agent.window_budget import (
+    CALIBRATION_KEY,
+    Calibration,
+    WindowBudget,
+    reported_usage,
+)
 from langchain_contextkit.compaction.compactor import (
     HistoryCompactor,
     RunningSummary,
@@ -87,9 +87,9 @@ from langchain_contextkit.tokens.count import (
     TokenCounter,
     count_message_tokens,
     count_tokens,
+    model_limits,
     tiktoken_counter,
 )
-from langchain_contextkit.tokens.limits import model_limits
 
 if TYPE_CHECKING:
     import os

@@ -24,12 +24,16 @@ from langgraph.graph import MessagesState
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
-from langchain_contextkit.agent.calibration import Calibration, learn_from_history
 from langchain_contextkit.agent.ledger import next_call_number, with_ledger
 from langchain_contextkit.agent.middleware import GateLike, OnGateFail, check_gate_options, gated
 from langchain_contextkit.agent.plan import WindowAssembler, WindowAssembly, handed_down
 from langchain_contextkit.agent.state import CALIBRATION_KEY, LEDGER_KEY, SUMMARY_KEY, SharedRecaps
-from langchain_contextkit.agent.window_budget import WindowBudget, WindowBudgetConfig
+from langchain_contextkit.agent.window_budget import (
+    Calibration,
+    WindowBudget,
+    WindowBudgetConfig,
+    learn_from_history,
+)
 from langchain_contextkit.compaction.compactor import (
     HistoryCompactor,
     RunningSummary,

@@ -65,9 +65,9 @@ if TYPE_CHECKING:
 
     from langchain_core.callbacks import Callbacks
 
-    from langchain_contextkit.agent.calibration import Calibration
     from langchain_contextkit.agent.ledger import Anchor
     from langchain_contextkit.agent.offload_stores import OffloadStore
+    from langchain_contextkit.agent.window_budget import Calibration
     from langchain_contextkit.compaction.recap_store import RecapStore
     from langchain_contextkit.notes import NoteStore
     from langchain_contextkit.retrieval.builder.gather import Gathered

@@ -19,7 +19,7 @@ from langchain_core.runnables import ensure_config
 from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired
 
-from langchain_contextkit.agent.calibration import CALIBRATION_KEY
+from langchain_contextkit.agent.window_budget import CALIBRATION_KEY
 from langchain_contextkit.compaction.recap_store import RecapStore
 from langchain_contextkit.retrieval.sources.base import Scope
 

@@ -34,8 +34,7 @@ from langchain_contextkit.compaction.recap import (
     is_recap,
 )
 from langchain_contextkit.messages.lists import split_system, tail_start, unit_starts
-from langchain_contextkit.tokens._message_cache import MESSAGE_CACHE
-from langchain_contextkit.tokens._message_parts import MessageKey, message_key
+from langchain_contextkit.tokens._message_cache import MESSAGE_CACHE, MessageKey, message_key
 from langchain_contextkit.tokens.count import (
     REPLY_PRIMING,
     TokenCounter,

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langchain_contextkit.agent.calibration import reported_usage
 from langchain_contextkit.agent.middleware import LEDGER_KEY, ContextKitMiddleware
 from langchain_contextkit.agent.plan import WindowAssembler
+from langchain_contextkit.agent.window_budget import reported_usage
 from langchain_contextkit.errors import ConfigError, check_count
 from langchain_contextkit.quality.ablation import AblationCase
 from langchain_contextkit.quality.eval_result import CaseResult, EvalResult

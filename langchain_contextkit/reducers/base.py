@@ -32,9 +32,9 @@ from langchain_contextkit.retrieval._async import run_sync as run_awaitable
 from langchain_contextkit.tokens.count import (
     TokenCounter,
     count_tokens,
+    model_limits,
     truncate_to_tokens,
 )
-from langchain_contextkit.tokens.limits import model_limits
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Mapping

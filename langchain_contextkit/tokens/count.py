@@ -27,18 +27,19 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from langchain_contextkit.errors import ConfigError, TokenizerUnavailableError
-from langchain_contextkit.tokens._message_cache import MESSAGE_CACHE, text_counts
-from langchain_contextkit.tokens._message_parts import (
+from langchain_contextkit.tokens._message_cache import (
+    MESSAGE_CACHE,
     MessageKey,
     as_text,
     count_parts,
     message_key,
     message_parts,
+    text_counts,
 )
 from langchain_contextkit.tokens._token_count import count_text_tokens, count_texts_tokens
 
@@ -55,9 +56,11 @@ __all__ = [
     "count_message_tokens",
     "count_tokens",
     "count_tool_tokens",
+    "model_limits",
     "tiktoken_counter",
     "truncate_to_tokens",
 ]
+
 
 TokenCounter = Callable[[str], int]
 """Anything that maps a string to its token count (`count_tokens`, a tiktoken counter, ...)."""
@@ -482,3 +485,25 @@ def message_token_costs(
             (keys[i], scale, cost) for i, cost in zip(uncounted, fresh, strict=True)
         )
     return costs  # type: ignore[return-value]  # every None was filled above
+
+
+def model_limits(llm: object) -> tuple[int | None, int | None]:
+    """Read a chat model's window and per-call output limit from its `profile`.
+
+    Args:
+        llm: Any LangChain chat model (or anything with a `profile` mapping).
+
+    Returns:
+        `(max_input_tokens, max_output_tokens)`, each None when the profile does not say.
+    """
+    profile = getattr(llm, "profile", None)
+    if not isinstance(profile, Mapping):
+        return None, None
+
+    def positive(key: str) -> int | None:
+        value = profile.get(key)
+        return (
+            value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+        )
+
+    return positive("max_input_tokens"), positive("max_output_tokens")

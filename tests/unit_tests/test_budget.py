@@ -13,7 +13,7 @@ from langchain_contextkit.retrieval.budget import (
     SourceDemand,
     allocate,
 )
-from langchain_contextkit.tokens.limits import model_limits
+from langchain_contextkit.tokens.count import model_limits
 
 # --- ContextConfig ----------------------------------------------------------------------
 

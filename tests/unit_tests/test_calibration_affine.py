@@ -23,9 +23,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
 from langchain_contextkit import ContextKitMiddleware, context_node
-from langchain_contextkit.agent.calibration import Calibration, model_key
 from langchain_contextkit.agent.middleware import LEDGER_KEY
 from langchain_contextkit.agent.nodes import ContextGraphState
+from langchain_contextkit.agent.window_budget import Calibration, model_key
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.tokens.count import count_message_tokens, count_tokens
 

@@ -24,7 +24,7 @@ from langchain_core.messages import (
 
 from langchain_contextkit import count_tokens
 from langchain_contextkit.compaction._plan import _fingerprint, prefix_digests
-from langchain_contextkit.tokens._message_parts import message_key, message_parts
+from langchain_contextkit.tokens._message_cache import message_key, message_parts
 from langchain_contextkit.tokens.count import message_token_costs
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_contextkit import ContextKitMiddleware
-from langchain_contextkit.agent.calibration import CALIBRATION_KEY, Calibration
+from langchain_contextkit.agent.window_budget import CALIBRATION_KEY, Calibration
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.tokens.count import count_message_tokens
 

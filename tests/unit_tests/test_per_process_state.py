@@ -25,9 +25,9 @@ from langchain_contextkit import (
     HistoryCompactor,
     context_node,
 )
-from langchain_contextkit.agent.calibration import CALIBRATION_KEY
 from langchain_contextkit.agent.middleware import LEDGER_KEY
 from langchain_contextkit.agent.nodes import ContextGraphState
+from langchain_contextkit.agent.window_budget import CALIBRATION_KEY
 from langchain_contextkit.testing import ScriptedChatModel
 
 

@@ -37,8 +37,12 @@ from langchain_contextkit import (
     tiktoken_counter,
 )
 from langchain_contextkit.agent._overflow import overflow_of
-from langchain_contextkit.agent.calibration import CALIBRATION_KEY, Calibration, learn_from_history
 from langchain_contextkit.agent.middleware import LEDGER_KEY
+from langchain_contextkit.agent.window_budget import (
+    CALIBRATION_KEY,
+    Calibration,
+    learn_from_history,
+)
 from langchain_contextkit.testing import ScriptedChatModel
 from langchain_contextkit.tokens.count import TiktokenCounter
 

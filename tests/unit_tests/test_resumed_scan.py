@@ -32,8 +32,7 @@ def test_a_resumed_scan_equals_one_scan(messages: list[BaseMessage], split: int)
 
 def test_the_rules_can_state_geminis_turn_before_a_call() -> None:
     """A function call must follow a user turn or a function response (Gemini's rule)."""
-    from langchain_contextkit.messages._message_rules import scan
-    from langchain_contextkit.messages.lists import ListRules
+    from langchain_contextkit.messages.lists import ListRules, scan
 
     gemini = ListRules(human_first=True, call_after=(HumanMessage, ToolMessage))
     call = [{"name": "f", "args": {}, "id": "c1"}]
