@@ -586,7 +586,7 @@ class HistoryCompactor:
         plan = self._plan(read, start, overhead, ceiling, marks)
         shared = False
         if reuse and isinstance(plan, Plan) and marks is not None and read.digests is not None:
-            named = [(self._key(read.digests[at]), at) for at in _candidates(read, plan, marks)]
+            named = [(self._key(read.digests[at]), at) for at in _candidates(read, plan)]
             found = yield _Lookup(tuple(key for key, _ in named))
             for key, covered in named:
                 if key in found:
@@ -946,15 +946,16 @@ class HistoryCompactor:
         )
 
 
-def _candidates(read: History, plan: Plan, marks: WaterMarks) -> list[int]:
+def _candidates(read: History, plan: Plan) -> list[int]:
     """Where a stored recap of this history may end, newest first.
 
-    The grid's cuts in force, and the unit starts of the last high mark's worth of
-    messages: the newest recap made for this history ends there (a view over the high
-    mark is compacted again), also when a cut forced by the window fell off the grid.
+    The grid's cuts in force, and every unit start after the recap in force: the newest
+    recap made for this history ends at one of them, also when a cut forced by the window
+    fell off the grid (a long tool loop that set it off may since have grown the history
+    by more than the high mark, so no tail of the history bounds where to look).
     """
-    base, totals = plan.covered, read.totals
-    recent = (at for at in read.starts if at > base and totals[-1] - totals[at] <= marks.high)
+    base = plan.covered
+    recent = (at for at in read.starts if at > base)
     return sorted({*(plan.covered + cut for cut in plan.cuts), *recent}, reverse=True)
 
 

@@ -313,24 +313,13 @@ def first_divergence(language: str, summaries: str, *, restart: bool) -> str | N
     return None
 
 
-WARM_DIVERGES = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "defect: at turn 14, the first call after the 7-step tool loop of turn 13 (reduced, "
-        "compacted mid-loop), the checkpointed thread's recap keeps other lines than the "
-        "stateless caller's recap of the same history (ar extractive: 'Turn 11' instead of "
-        "'Turn 5'; hi/ar model: the summariser was shown a different span)"
-    ),
-)
-
-
 @pytest.mark.parametrize(
     ("language", "summaries"),
     [
         ("th", "extractive"),
-        pytest.param("hi", "model", marks=WARM_DIVERGES),
-        pytest.param("ar", "extractive", marks=WARM_DIVERGES),
-        pytest.param("ar", "model", marks=WARM_DIVERGES),
+        ("hi", "model"),
+        ("ar", "extractive"),
+        ("ar", "model"),
     ],
 )
 def test_a_warm_stateless_caller_sends_the_checkpointed_requests(
@@ -355,13 +344,13 @@ def _restart_diverges(turn: int, what: str) -> pytest.MarkDecorator:
             "extractive",
             marks=_restart_diverges(3, "it compacts where the thread did not (6 vs 10 messages)"),
         ),
-        pytest.param("hi", "model", marks=_restart_diverges(14, "another recap, as warm")),
+        ("hi", "model"),
         pytest.param(
             "ar",
             "extractive",
             marks=_restart_diverges(5, "a recap of one more turn (14 vs 20 messages)"),
         ),
-        pytest.param("ar", "model", marks=_restart_diverges(14, "another recap, as warm")),
+        ("ar", "model"),
     ],
 )
 def test_a_new_process_per_turn_sends_the_checkpointed_requests(
