@@ -586,13 +586,17 @@ class HistoryCompactor:
         plan = self._plan(read, start, overhead, ceiling, marks)
         shared = False
         if reuse and isinstance(plan, Plan) and marks is not None and read.digests is not None:
-            named = [(self._key(read.digests[at]), at) for at in _candidates(read, plan)]
-            found = yield _Lookup(tuple(key for key, _ in named))
-            for key, covered in named:
-                if key in found:
-                    start = Start(found[key].recap, covered, found[key].floor)
-                    plan, shared = self._plan(read, start, overhead, ceiling, marks), True
-                    break
+            hit = None
+            for candidates in _candidates(read, plan, marks):
+                above = [at for at in candidates if hit is None or at > hit[1]]
+                if not above:
+                    continue
+                named = [(self._key(read.digests[at]), at) for at in above]
+                found = yield _Lookup(tuple(key for key, _ in named))
+                hit = next(((found[k], at) for k, at in named if k in found), hit)
+            if hit is not None:
+                start = Start(hit[0].recap, hit[1], hit[0].floor)
+                plan, shared = self._plan(read, start, overhead, ceiling, marks), True
         if isinstance(plan, CompactionResult):
             return self._within(dataclasses.replace(plan, shared=shared), ceiling)
         result, fresh = yield from self._summarised(plan, ceiling, window, scale, in_place, kind)
@@ -946,17 +950,20 @@ class HistoryCompactor:
         )
 
 
-def _candidates(read: History, plan: Plan) -> list[int]:
-    """Where a stored recap of this history may end, newest first.
+def _candidates(read: History, plan: Plan, marks: WaterMarks) -> list[list[int]]:
+    """Where a stored recap of this history may end: two lists to look up in turn.
 
-    The grid's cuts in force, and every unit start after the recap in force: the newest
-    recap made for this history ends at one of them, also when a cut forced by the window
-    fell off the grid (a long tool loop that set it off may since have grown the history
-    by more than the high mark, so no tail of the history bounds where to look).
+    First the grid's cuts in force and the unit starts within a high mark of the end,
+    newest first: the newest recap made for this history ends there, unless a cut forced
+    by the window fell off the grid and a long tool loop has since grown the history by
+    more than the high mark. Then every other unit start after the recap in force and
+    after what the first found (usually none: the kept turns are within the high mark).
     """
-    base = plan.covered
-    recent = (at for at in read.starts if at > base)
-    return sorted({*(plan.covered + cut for cut in plan.cuts), *recent}, reverse=True)
+    base, totals = plan.covered, read.totals
+    near = {base + cut for cut in plan.cuts}
+    near |= {at for at in read.starts if at > base and totals[-1] - totals[at] <= marks.high}
+    rest = {at for at in read.starts if at > base} - near
+    return [sorted(near, reverse=True), sorted(rest, reverse=True)]
 
 
 def _failure(kind: SummarizerKind, exc: Exception | None) -> str:
